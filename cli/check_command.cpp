@@ -1,0 +1,109 @@
+// kvq check: the property suite with progress, a summary table, a JSON report,
+// and on failure the minimal input and the one-line replay.
+#include <cstdlib>
+#include <optional>
+#include <fstream>
+#include <iostream>
+#include <set>
+
+#include "cli/commands.hpp"
+#include "proptests/harness/runner.hpp"
+
+namespace kvq::cli {
+
+namespace {
+constexpr const char* kCheckUsage =
+    "usage: kvq check [--suite NAME]... [--property ID] [--device cpu|cuda|all] [--cases N] [--seed S]\n"
+    "                 [--report FILE.json] [--reproduce STRING] [--list]\n";
+}
+
+int check_command(const Args& args, std::ostream& out, std::ostream& err) {
+  props::Selection selection;
+  props::RunOptions options;
+  std::string report, device = "all";
+  bool list = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool has_value = i + 1 < args.size();
+    auto number = [&](const char* what) -> std::optional<unsigned long long> {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(args[i + 1].c_str(), &end, 0);
+      if (args[i + 1].empty() || *end != '\0') {
+        err << "kvq check: " << what << " must be a number, got '" << args[i + 1] << "'\n";
+        return std::nullopt;
+      }
+      return v;
+    };
+    if (a == "--suite" && has_value) {
+      selection.suites.push_back(args[++i]);
+    } else if (a == "--property" && has_value) {
+      selection.property = args[++i];
+    } else if (a == "--device" && has_value) {
+      device = args[++i];
+      if (device != "cpu" && device != "cuda" && device != "all") {
+        err << "kvq check: --device is cpu, cuda or all, got '" << device << "'\n";
+        return 2;
+      }
+    } else if (a == "--cases" && has_value) {
+      const auto v = number("--cases");
+      if (!v || *v == 0 || *v > 100000000) {
+        if (v) err << "kvq check: --cases must be in 1..100000000\n";
+        return 2;
+      }
+      options.cases = static_cast<int>(*v);
+      ++i;
+    } else if (a == "--seed" && has_value) {
+      const auto v = number("--seed");
+      if (!v) return 2;
+      options.seed = *v;
+      ++i;
+    } else if (a == "--report" && has_value) {
+      report = args[++i];
+    } else if (a == "--reproduce" && has_value) {
+      options.reproduce = args[++i];
+    } else if (a == "--list") {
+      list = true;
+    } else {
+      err << "kvq check: unexpected argument '" << a << "'\n" << kCheckUsage;
+      return 2;
+    }
+  }
+  selection.cpu = device != "cuda";
+  selection.cuda = device != "cpu";
+  std::set<std::string> known;
+  for (const auto& p : props::registry()) known.insert(p.suite);
+  for (const auto& s : selection.suites) {
+    if (!known.count(s)) {
+      err << "kvq check: unknown suite '" << s << "' (known:";
+      for (const auto& k : known) err << " " << k;
+      err << ")\n";
+      return 2;
+    }
+  }
+  const auto chosen = props::select(selection);
+  if (chosen.empty()) {
+    err << "kvq check: no property matches the selection\n";
+    return 2;
+  }
+  if (list) {
+    for (const auto* p : chosen) out << props::name_of(p->device) << "\t" << p->id() << "\n";
+    return 0;
+  }
+  const auto results = props::run_properties(chosen, options, err);
+  props::print_summary(results, out);
+  props::print_failures(results, out);
+  if (!report.empty()) {
+    std::ofstream file(report);
+    file << props::json_report(results, options);
+    if (!file) {
+      err << "kvq check: cannot write report to '" << report << "'\n";
+      return 2;
+    }
+    out << "report: " << report << "\n";
+  }
+  const auto t = props::totals(results);
+  if (t.skipped > 0) out << "NOTE: " << t.skipped << " properties SKIPPED (see the table)\n";
+  return t.failed == 0 ? 0 : 1;
+}
+
+}  // namespace kvq::cli

@@ -1,0 +1,23 @@
+// The kvq subcommands. Each takes its arguments (after the subcommand name) and
+// streams, and returns the process exit status: 0 ok, 1 a check failed, 2 bad usage or input.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace kvq::cli {
+
+using Args = std::vector<std::string>;
+
+int formats_command(const Args& args, std::ostream& out, std::ostream& err);
+int table_command(const Args& args, std::ostream& out, std::ostream& err);
+int encode_command(const Args& args, std::istream& in, std::ostream& out, std::ostream& err);
+int decode_command(const Args& args, std::istream& in, std::ostream& out, std::ostream& err);
+int docs_command(const Args& args, std::ostream& out, std::ostream& err);
+int check_command(const Args& args, std::ostream& out, std::ostream& err);
+
+// The generated part of docs/formats.md.
+std::string formats_markdown();
+
+}  // namespace kvq::cli

@@ -1,0 +1,286 @@
+// kvq formats | table | encode | decode | docs formats
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/input_parsing.hpp"
+#include "formats/float_bits.hpp"
+#include "formats/names.hpp"
+#include "oracle/oracle.hpp"
+
+namespace kvq::cli {
+namespace {
+
+std::string joined(auto const& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
+}
+
+std::optional<FormatId> format_argument(const std::string& name, const char* command, std::ostream& err) {
+  const auto id = format_from_name(name);
+  if (!id) err << "kvq " << command << ": unknown format '" << name << "' (known: " << joined(kFormatNames) << ")\n";
+  return id;
+}
+
+std::string hex(Format f, std::uint64_t code) {
+  std::ostringstream os;
+  os << "0x" << std::hex << std::setfill('0') << std::setw(f.bits() <= 8 ? 2 : (f.bits() + 3) / 4) << code;
+  return os.str();
+}
+
+std::string field_bits(Format f, std::uint64_t code) {  // "0.1111.110"
+  std::string s;
+  for (int i = f.bits() - 1; i >= 0; --i) {
+    s += ((code >> i) & 1) ? '1' : '0';
+    const bool after_sign = f.is_signed && i == f.bits() - 1;
+    const bool after_exponent = i == f.mantissa_bits && f.mantissa_bits > 0;
+    if (after_sign || after_exponent) s += '.';
+  }
+  return s;
+}
+
+std::string exact_text(Format f, std::uint64_t code) {
+  const oracle::Real r = oracle::real_of(f, code);
+  if (r.kind == ValueKind::nan) return r.negative ? "-nan" : "nan";
+  if (r.kind == ValueKind::infinity) return r.negative ? "-inf" : "inf";
+  if (r.kind == ValueKind::zero) return r.negative ? "-0" : "0";
+  return (r.negative ? "-" : "") + oracle::decimal_expansion(r.magnitude);
+}
+
+std::string allowed_roundings(std::uint8_t allowed) {
+  std::string s;
+  for (int r = 0; r < 6; ++r)
+    if (allowed & (1u << r)) s += (s.empty() ? "" : "|") + std::string(kRoundingNames[r]);
+  return s;
+}
+
+std::string hexfloat(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%a", v);
+  return buf;
+}
+
+}  // namespace
+
+std::string formats_markdown() {
+  std::ostringstream os;
+  os << "## Formats\n\n| format | layout | bits | bias | max finite | min normal | min subnormal | inf | NaN codes |\n"
+     << "|---|---|---|---|---|---|---|---|---|\n";
+  for (int i = 0; i < kFormatCount; ++i) {
+    const auto id = static_cast<FormatId>(i);
+    const Format f = format_of(id);
+    std::string nans;
+    if (f.bits() <= 8) {
+      for (std::uint64_t c = 0; c < f.code_count(); ++c)
+        if (f.is_nan(c)) nans += (nans.empty() ? "" : " ") + hex(f, c);
+      if (nans.size() > 40) nans = "exponent all ones, mantissa != 0";
+    } else {
+      nans = "exponent all ones, mantissa != 0";
+    }
+    os << "| " << name_of(id) << " | " << kFormatSummaries[i] << " | " << f.bits() << " | " << f.bias << " | "
+       << hexfloat(max_finite(f)) << " | " << hexfloat(min_normal(f)) << " | "
+       << (f.has_zero ? hexfloat(min_subnormal(f)) : std::string("none")) << " | "
+       << (f.has_inf() ? "yes" : "no") << " | " << (nans.empty() ? "none" : nans) << " |\n";
+  }
+  os << "\n## Conventions (float32 -> format)\n\n"
+     << "Rules as kvq models them; `-` means the library has no such cast. Roundings: the first is the default.\n\n"
+     << "| convention | format | roundings | overflow | NaN rule | unsigned rule |\n|---|---|---|---|---|---|\n";
+  static const char* overflow_names[] = {"saturate", "ieee"};
+  static const char* nan_names[] = {"all_ones_keep_sign", "all_ones_positive", "quiet_keep_sign",
+                                    "payload_keep_sign",  "max_positive",      "max_keep_sign",
+                                    "zero_flipped_sign"};
+  static const char* unsigned_names[] = {"absolute", "nonpositive_is_nan"};
+  for (int c = 0; c < kConventionCount; ++c) {
+    for (int i = 0; i < 4; ++i) {  // the small formats
+      const auto conv = static_cast<ConventionId>(c);
+      const auto fmt = static_cast<FormatId>(i);
+      const ConventionRule rule = convention_rule(conv, fmt);
+      os << "| " << name_of(conv) << " | " << name_of(fmt) << " | ";
+      if (!rule.allowed) {
+        os << "- | - | - | - |\n";
+        continue;
+      }
+      std::string roundings = std::string(name_of(rule.conversion.rounding));
+      const std::string others = allowed_roundings(rule.allowed & ~rounding_bit(rule.conversion.rounding));
+      if (!others.empty()) roundings += "|" + others;
+      os << roundings << " | " << overflow_names[static_cast<int>(rule.conversion.overflow)] << " | "
+         << nan_names[static_cast<int>(rule.conversion.nan)] << " | "
+         << (format_of(fmt).is_signed ? "-" : unsigned_names[static_cast<int>(rule.conversion.unsigned_rule)])
+         << " |\n";
+    }
+  }
+  // A few codes every reader checks first.
+  os << "\n## Landmarks (kvq encode, default rounding)\n\n| input | ";
+  for (int c = 0; c < kConventionCount; ++c) os << name_of(static_cast<ConventionId>(c)) << " | ";
+  os << "\n|---|";
+  for (int c = 0; c < kConventionCount; ++c) os << "---|";
+  os << "\n";
+  const std::pair<FormatId, float> landmarks[] = {
+      {FormatId::e4m3fn, 464.0f},    {FormatId::e4m3fn, -500.0f},  {FormatId::e4m3fn, -NAN},
+      {FormatId::e4m3fn, INFINITY},  {FormatId::e5m2, 61440.0f},   {FormatId::e5m2, NAN},
+      {FormatId::e2m1, 5.0f},        {FormatId::e2m1, 0.25f},      {FormatId::e2m1, NAN},
+      {FormatId::e2m1, -NAN},        {FormatId::e8m0fnu, 3.0f},    {FormatId::e8m0fnu, 0.0f},
+      {FormatId::e8m0fnu, -1.0f},    {FormatId::e8m0fnu, 0x1p-130f}, {FormatId::e8m0fnu, INFINITY}};
+  for (const auto& [fmt, x] : landmarks) {
+    std::ostringstream input;
+    input << name_of(fmt) << "(" << (x != x ? (std::signbit(x) ? "-nan" : "nan") : hexfloat(x)) << ")";
+    os << "| " << input.str() << " | ";
+    for (int c = 0; c < kConventionCount; ++c) {
+      const ConventionRule rule = convention_rule(static_cast<ConventionId>(c), fmt);
+      os << (rule.allowed ? hex(format_of(fmt), encode_float(format_of(fmt), rule.conversion, x)) : "-") << " | ";
+    }
+    os << "\n";
+  }
+  return os.str();
+}
+
+int formats_command(const Args& args, std::ostream& out, std::ostream& err) {
+  if (!args.empty()) {
+    err << "kvq formats: takes no arguments\n";
+    return 2;
+  }
+  out << "formats:\n";
+  for (int i = 0; i < kFormatCount; ++i) {
+    const Format f = format_of(static_cast<FormatId>(i));
+    out << "  " << std::left << std::setw(9) << kFormatNames[i] << kFormatSummaries[i] << "  (max " << max_finite(f)
+        << ")\n";
+  }
+  out << "conventions (formats: roundings, default first):\n";
+  for (int c = 0; c < kConventionCount; ++c) {
+    out << "  " << std::left << std::setw(15) << kConventionNames[c] << kConventionSummaries[c] << "\n"
+        << std::setw(17) << "";
+    for (int i = 0; i < kFormatCount; ++i) {
+      const ConventionRule rule = convention_rule(static_cast<ConventionId>(c), static_cast<FormatId>(i));
+      if (rule.allowed)
+        out << kFormatNames[i] << ": " << name_of(rule.conversion.rounding)
+            << ((rule.allowed & ~rounding_bit(rule.conversion.rounding))
+                    ? "|" + allowed_roundings(rule.allowed & ~rounding_bit(rule.conversion.rounding))
+                    : "")
+            << "  ";
+    }
+    out << "\n";
+  }
+  return 0;
+}
+
+int table_command(const Args& args, std::ostream& out, std::ostream& err) {
+  if (args.size() != 1) {
+    err << "usage: kvq table FORMAT\n";
+    return 2;
+  }
+  const auto id = format_argument(args[0], "table", err);
+  if (!id) return 2;
+  const Format f = format_of(*id);
+  if (f.bits() > 16) {
+    err << "kvq table: " << args[0] << " has " << f.code_count() << " codes; tables are for formats of at most 16 bits\n";
+    return 2;
+  }
+  out << "code\tbits\tvalue\n";
+  for (std::uint64_t c = 0; c < f.code_count(); ++c)
+    out << hex(f, c) << "\t" << field_bits(f, c) << "\t" << exact_text(f, c) << "\n";
+  return 0;
+}
+
+int encode_command(const Args& args, std::istream& in, std::ostream& out, std::ostream& err) {
+  std::string format_name, convention_name = "ieee", rounding_name;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if ((args[i] == "--convention" || args[i] == "--rounding") && i + 1 < args.size()) {
+      (args[i] == "--convention" ? convention_name : rounding_name) = args[i + 1];
+      ++i;
+    } else if (format_name.empty() && !args[i].starts_with("--")) {
+      format_name = args[i];
+    } else {
+      err << "kvq encode: unexpected argument '" << args[i] << "'\n"
+          << "usage: kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna|rs]\n";
+      return 2;
+    }
+  }
+  if (format_name.empty()) {
+    err << "usage: kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna|rs]\n";
+    return 2;
+  }
+  const auto fmt = format_argument(format_name, "encode", err);
+  if (!fmt) return 2;
+  const auto conv = convention_from_name(convention_name);
+  if (!conv) {
+    err << "kvq encode: unknown convention '" << convention_name << "' (known: " << joined(kConventionNames) << ")\n";
+    return 2;
+  }
+  const ConventionRule rule = convention_rule(*conv, *fmt);
+  if (!rule.allowed) {
+    err << "kvq encode: convention " << convention_name << " has no " << format_name << " cast\n";
+    return 2;
+  }
+  Rounding rounding = rule.conversion.rounding;
+  if (!rounding_name.empty()) {
+    const auto r = rounding_from_name(rounding_name);
+    if (!r) {
+      err << "kvq encode: unknown rounding '" << rounding_name << "' (known: " << joined(kRoundingNames) << ")\n";
+      return 2;
+    }
+    if (!(rule.allowed & rounding_bit(*r))) {
+      err << "kvq encode: convention " << convention_name << " converts " << format_name << " with "
+          << allowed_roundings(rule.allowed) << " only\n";
+      return 2;
+    }
+    if (*r == Rounding::stochastic) {
+      err << "kvq encode: stochastic rounding needs random bits per input; use the library API\n";
+      return 2;
+    }
+    rounding = *r;
+  }
+  const Format f = format_of(*fmt);
+  const Conversion c = convention_conversion(*conv, *fmt, rounding);
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    const auto text = meaningful(line);
+    if (!text) continue;
+    const auto bits = parse_fp32_bits(*text);
+    if (!bits) {
+      err << "kvq encode: line " << number << ": cannot read '" << *text
+          << "' as FP32 (give bits 0x3f800000, a decimal, or a hex float)\n";
+      return 2;
+    }
+    out << hex(f, encode(f, c, unpack(kFP32, *bits))) << "\n";
+  }
+  return 0;
+}
+
+int decode_command(const Args& args, std::istream& in, std::ostream& out, std::ostream& err) {
+  if (args.size() != 1) {
+    err << "usage: kvq decode FORMAT   (codes on stdin, one a line: 0x7e or 126)\n";
+    return 2;
+  }
+  const auto fmt = format_argument(args[0], "decode", err);
+  if (!fmt) return 2;
+  const Format f = format_of(*fmt);
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    const auto text = meaningful(line);
+    if (!text) continue;
+    const auto code = parse_code(*text, f.bits());
+    if (!code) {
+      err << "kvq decode: line " << number << ": '" << *text << "' is not a " << args[0] << " code (0 to "
+          << hex(f, f.code_count() - 1) << ")\n";
+      return 2;
+    }
+    out << exact_text(f, *code) << "\n";
+  }
+  return 0;
+}
+
+int docs_command(const Args& args, std::ostream& out, std::ostream& err) {
+  if (args.size() != 1 || args[0] != "formats") {
+    err << "usage: kvq docs formats   (prints the generated part of docs/formats.md)\n";
+    return 2;
+  }
+  out << formats_markdown();
+  return 0;
+}
+
+}  // namespace kvq::cli

@@ -1,0 +1,35 @@
+// kvq: the command line that ties formats, oracle and property suite together.
+#include <iostream>
+#include <string>
+
+#include "cli/commands.hpp"
+
+namespace {
+constexpr const char* kUsage =
+    "kvq: bit-exact ground truth for low-precision KV-cache formats\n"
+    "\n"
+    "  kvq formats                          list formats and conventions\n"
+    "  kvq table FORMAT                     every code: hex, bits, exact value\n"
+    "  kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna]\n"
+    "                                       FP32 inputs on stdin -> codes\n"
+    "  kvq decode FORMAT                    codes on stdin -> exact values\n"
+    "  kvq check [options]                  run the property suite (kvq check --help)\n"
+    "  kvq docs formats                     the generated part of docs/formats.md\n";
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  const kvq::cli::Args args(argv + 2, argv + argc);
+  if (command == "formats") return kvq::cli::formats_command(args, std::cout, std::cerr);
+  if (command == "table") return kvq::cli::table_command(args, std::cout, std::cerr);
+  if (command == "encode") return kvq::cli::encode_command(args, std::cin, std::cout, std::cerr);
+  if (command == "decode") return kvq::cli::decode_command(args, std::cin, std::cout, std::cerr);
+  if (command == "docs") return kvq::cli::docs_command(args, std::cout, std::cerr);
+  if (command == "check") return kvq::cli::check_command(args, std::cout, std::cerr);
+  std::cerr << "kvq: unknown command '" << command << "'\n" << kUsage;
+  return 2;
+}

@@ -1,0 +1,55 @@
+// Raw bits of host floats, on host and device; and the FP32/FP64 entry points of the codec.
+#pragma once
+
+#include <cstdint>
+#if !defined(__CUDA_ARCH__)
+#include <bit>
+#endif
+
+#include "formats/codec.hpp"
+
+namespace kvq {
+
+KVQ_HD inline std::uint32_t bits_of(float x) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(x);
+#else
+  return std::bit_cast<std::uint32_t>(x);
+#endif
+}
+KVQ_HD inline std::uint64_t bits_of(double x) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<std::uint64_t>(__double_as_longlong(x));
+#else
+  return std::bit_cast<std::uint64_t>(x);
+#endif
+}
+KVQ_HD inline float float_from_bits(std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(b);
+#else
+  return std::bit_cast<float>(b);
+#endif
+}
+KVQ_HD inline double double_from_bits(std::uint64_t b) {
+#if defined(__CUDA_ARCH__)
+  return __longlong_as_double(static_cast<long long>(b));
+#else
+  return std::bit_cast<double>(b);
+#endif
+}
+
+// FP32 or FP64 input, rounded once (FP64 never goes through FP32).
+KVQ_HD inline std::uint64_t encode_float(Format f, const Conversion& c, float x, std::uint32_t random_bits = 0) {
+  return encode(f, c, unpack(kFP32, bits_of(x)), random_bits);
+}
+KVQ_HD inline std::uint64_t encode_double(Format f, const Conversion& c, double x, std::uint32_t random_bits = 0) {
+  return encode(f, c, unpack(kFP64, bits_of(x)), random_bits);
+}
+// Exact decode (every kvq format below FP64 widens exactly).
+KVQ_HD inline float decode_float(Format f, std::uint64_t code) {
+  return float_from_bits(static_cast<std::uint32_t>(widen(f, code, kFP32)));
+}
+KVQ_HD inline double decode_double(Format f, std::uint64_t code) { return double_from_bits(widen(f, code, kFP64)); }
+
+}  // namespace kvq

@@ -1,0 +1,23 @@
+// One source for host and device: the macro and the few bit primitives the codec needs.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define KVQ_HD __host__ __device__
+#else
+#define KVQ_HD
+#endif
+
+namespace kvq {
+
+// Count of leading zero bits of a non-zero 64-bit word.
+KVQ_HD constexpr int leading_zeros(std::uint64_t x) {
+#if defined(__CUDA_ARCH__)
+  return __clzll(static_cast<long long>(x));
+#else
+  return __builtin_clzll(x);
+#endif
+}
+
+}  // namespace kvq

@@ -1,0 +1,48 @@
+#include "proptests/harness/rapidcheck_bridge.hpp"
+
+namespace kvq::props::bridge_detail {
+
+std::unordered_map<std::string, rc::detail::Reproduce> reproduce_map(const RunContext& ctx) {
+  if (ctx.reproduce.empty()) return {};
+  return rc::detail::configFromString(ctx.reproduce).reproduce;
+}
+
+Outcome outcome_of(const RunContext& ctx, const rc::detail::TestResult& result) {
+  Outcome o;
+  rc::detail::SuccessResult success;
+  rc::detail::FailureResult failure;
+  rc::detail::GaveUpResult gave_up;
+  rc::detail::Error error;
+  if (result.match(success)) {
+    o.cases = static_cast<std::uint64_t>(success.numSuccess);
+    for (const auto& [tags, count] : success.distribution) {
+      std::string label;
+      for (const auto& t : tags) label += (label.empty() ? "" : ", ") + t;
+      o.classes.emplace_back(label.empty() ? "(untagged)" : label, count);
+    }
+    return o;
+  }
+  o.status = Status::failed;
+  std::ostringstream os;
+  if (result.match(failure)) {
+    o.cases = static_cast<std::uint64_t>(failure.numSuccess) + 1;
+    os << "falsified after " << failure.numSuccess << " passing cases; minimal counterexample:\n";
+    for (const auto& [type, value] : failure.counterExample) os << "  " << type << ": " << value << "\n";
+    os << failure.description << "\n";
+    rc::detail::Configuration config;
+    config.reproduce[ctx.id] = failure.reproduce;
+    std::string text = rc::detail::configToMinimalString(config);
+    o.replay = replay_line(ctx, text);
+  } else if (result.match(gave_up)) {
+    o.cases = static_cast<std::uint64_t>(gave_up.numSuccess);
+    os << "gave up: " << gave_up.description << "\n";
+    o.replay = replay_line(ctx);
+  } else if (result.match(error)) {
+    os << "error: " << error.description << "\n";
+    o.replay = replay_line(ctx);
+  }
+  o.detail = os.str();
+  return o;
+}
+
+}  // namespace kvq::props::bridge_detail

@@ -1,0 +1,46 @@
+// Runs a selection of registered properties with progress, then reports.
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "proptests/harness/property.hpp"
+
+namespace kvq::props {
+
+struct Selection {
+  std::vector<std::string> suites;  // empty: every suite
+  std::string property;             // one property id, or empty
+  bool cpu = true;
+  bool cuda = true;
+};
+
+struct RunOptions {
+  std::uint64_t seed = kDefaultSeed;
+  int cases = 1000;
+  std::string reproduce;
+};
+
+struct Result {
+  std::string id;
+  std::string suite;
+  Device device = Device::cpu;
+  Outcome outcome;
+  double seconds = 0;
+};
+
+std::vector<const Property*> select(const Selection& s);
+std::vector<Result> run_properties(const std::vector<const Property*>& properties, const RunOptions& options,
+                                   std::ostream& log);
+
+struct Totals {
+  int passed = 0, failed = 0, skipped = 0;
+};
+Totals totals(const std::vector<Result>& results);
+
+void print_summary(const std::vector<Result>& results, std::ostream& os);
+void print_failures(const std::vector<Result>& results, std::ostream& os);
+std::string json_report(const std::vector<Result>& results, const RunOptions& options);
+
+}  // namespace kvq::props

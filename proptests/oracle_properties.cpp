@@ -1,0 +1,72 @@
+// The oracle checked against itself and against the descriptor's constexpr limits:
+// two independent neighbour searches agree, exact values agree with the formula.
+#include "formats/float_bits.hpp"
+#include "formats/names.hpp"
+#include "oracle/oracle.hpp"
+#include "proptests/conversion_space.hpp"
+#include "proptests/harness/generators.hpp"
+#include "proptests/harness/rapidcheck_bridge.hpp"
+
+namespace kvq::props {
+namespace {
+
+void register_oracle_properties() {
+  for (int i = 0; i < kFormatCount; ++i) {
+    const auto id = static_cast<FormatId>(i);
+    const Format f = format_of(id);
+    if (f.bits() > 16) continue;
+    const std::string name(name_of(id));
+    add_property("oracle", name + "/table-vs-arithmetic-neighbours", Device::cpu, [f](const RunContext& ctx) {
+      const auto inputs = gen_fp32(f);
+      return check_random(ctx, [&] {
+        const Fp32 x = *inputs;
+        const oracle::Real r = oracle::real_of(kFP32, x.bits);
+        RC_PRE(r.kind == ValueKind::finite || r.kind == ValueKind::zero);
+        const auto a = oracle::neighbours_by_table(f, r.magnitude);
+        const auto b = oracle::neighbours_by_arithmetic(f, r.magnitude);
+        RC_ASSERT(a.below_min == b.below_min);
+        RC_ASSERT(a.lo == b.lo);
+        RC_ASSERT(a.hi == b.hi);
+        RC_ASSERT(a.hi_beyond_max == b.hi_beyond_max);
+        if (!a.below_min) {
+          RC_ASSERT(a.lo_code == b.lo_code);
+          if (!a.hi_beyond_max) RC_ASSERT(a.hi_code == b.hi_code);
+        }
+      });
+    });
+    add_property("oracle", name + "/exact-value-of-every-code", Device::cpu, [f](const RunContext& ctx) {
+      Tally tally;
+      for (std::uint64_t code = 0; code < f.code_count(); ++code) {
+        const auto exact = oracle::exact_value(f, code);
+        const bool special = f.is_nan(code) || f.is_inf(code);
+        const bool ok = special ? !exact : (exact && *exact == oracle::Exact(finite_value(f, code)) &&
+                                            *exact == oracle::Exact(decode_double(f, code)));
+        if (ok) {
+          tally.pass();
+        } else {
+          tally.fail("code " + hex_code(f, code));
+        }
+      }
+      return tally.outcome(ctx);
+    });
+    add_property("oracle", name + "/ulp-distance-of-neighbours", Device::cpu, [f](const RunContext& ctx) {
+      Tally tally;
+      const std::uint64_t positive = f.is_signed ? f.code_count() / 2 : f.code_count();
+      for (std::uint64_t code = 0; code + 1 < positive; ++code) {
+        if (f.is_nan(code + 1) || f.is_inf(code + 1)) continue;
+        const auto step = oracle::ulp_distance(f, code, code + 1);
+        const auto back = oracle::ulp_distance(f, code + 1, code);
+        if (step == 1 && back == -1) {
+          tally.pass();
+        } else {
+          tally.fail(hex_code(f, code) + " to next: " + std::to_string(step));
+        }
+      }
+      return tally.outcome(ctx);
+    });
+  }
+}
+KVQ_REGISTER_PROPERTIES(register_oracle_properties);
+
+}  // namespace
+}  // namespace kvq::props

@@ -1,0 +1,52 @@
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include "proptests/harness/runner.hpp"
+#include "proptests/tests/suite_runner.hpp"
+
+namespace kvq::props {
+
+SuiteTally& suite_tally() {
+  static SuiteTally tally;
+  return tally;
+}
+
+namespace {
+std::uint64_t env_number(const char* name, std::uint64_t fallback) {
+  const char* text = std::getenv(name);
+  return text && *text ? std::strtoull(text, nullptr, 0) : fallback;
+}
+}  // namespace
+
+void run_suite_under_doctest(const std::string& suite) {
+  Selection selection;
+  selection.suites = {suite};
+  RunOptions options;
+  options.seed = env_number("KVQ_SEED", kDefaultSeed);
+  options.cases = static_cast<int>(env_number("KVQ_CASES", 1000));
+  const auto properties = select(selection);
+  REQUIRE_MESSAGE(!properties.empty(), "suite " << suite << " has no properties");
+  const auto results = run_properties(properties, options, std::cerr);
+  for (const auto& r : results) {
+    ++suite_tally().ran;
+    if (r.outcome.status == Status::skipped) {
+      ++suite_tally().skipped;
+      MESSAGE("SKIPPED " << r.id << ": " << r.outcome.detail);
+    } else if (r.outcome.status == Status::failed) {
+      FAIL_CHECK((r.id + "\n" + r.outcome.detail + "replay: " + r.outcome.replay));
+    } else {
+      CHECK_MESSAGE(r.outcome.cases > 0, r.id << " checked no input");
+    }
+  }
+  const Totals t = totals(results);
+  std::cerr << "suite " << suite << ": " << t.passed << " passed, " << t.failed << " failed, " << t.skipped
+            << " skipped\n";
+}
+
+}  // namespace kvq::props
+
+TEST_CASE("formats") { kvq::props::run_suite_under_doctest("formats"); }
+TEST_CASE("exhaustive") { kvq::props::run_suite_under_doctest("exhaustive"); }
+TEST_CASE("oracle") { kvq::props::run_suite_under_doctest("oracle"); }
