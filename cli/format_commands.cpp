@@ -89,7 +89,7 @@ std::string formats_markdown() {
   }
   os << "\n## Conventions (float32 -> format)\n\n"
      << "Rules as kvq models them; `-` means the library has no such cast. Roundings: the first is the default.\n\n"
-     << "| convention | format | roundings | overflow | NaN rule | unsigned rule |\n|---|---|---|---|---|---|\n";
+     << "| convention | format | roundings | overflow | NaN rule | unsigned rule | quirk |\n|---|---|---|---|---|---|---|\n";
   static const char* overflow_names[] = {"saturate", "ieee"};
   static const char* nan_names[] = {"all_ones_keep_sign", "all_ones_positive", "quiet_keep_sign",
                                     "payload_keep_sign",  "max_positive",      "max_keep_sign",
@@ -102,7 +102,7 @@ std::string formats_markdown() {
       const ConventionRule rule = convention_rule(conv, fmt);
       os << "| " << name_of(conv) << " | " << name_of(fmt) << " | ";
       if (!rule.allowed) {
-        os << "- | - | - | - |\n";
+        os << "- | - | - | - | - |\n";
         continue;
       }
       std::string roundings = std::string(name_of(rule.conversion.rounding));
@@ -111,7 +111,7 @@ std::string formats_markdown() {
       os << roundings << " | " << overflow_names[static_cast<int>(rule.conversion.overflow)] << " | "
          << nan_names[static_cast<int>(rule.conversion.nan)] << " | "
          << (format_of(fmt).is_signed ? "-" : unsigned_names[static_cast<int>(rule.conversion.unsigned_rule)])
-         << " |\n";
+         << " | " << (rule.conversion.lowest_binade_rounds_away ? "(2^-127, 2^-126) rounds up" : "-") << " |\n";
     }
   }
   // A few codes every reader checks first.

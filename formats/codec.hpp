@@ -24,7 +24,7 @@ enum class Overflow : std::uint8_t {
   ieee,      // inf, or NaN where the format has no inf; toward-zero roundings give max (IEEE 754 7.4)
 };
 
-// The code a NaN input becomes (also the NaN an overflow becomes in a format with NaN but no inf).
+// The code a NaN input becomes. (A NaN made by overflow is always S.1..1: see overflow_code.)
 enum class NanRule : std::uint8_t {
   all_ones_keep_sign,  // S.1..1.1..1 (E4M3FN in ml_dtypes and PyTorch: 0x7F / 0xFF)
   all_ones_positive,   // 0.1..1.1..1 (CUDA cvt: 0x7F whatever the sign)
@@ -46,6 +46,9 @@ struct Conversion {
   Overflow overflow = Overflow::ieee;
   NanRule nan = NanRule::payload_keep_sign;
   UnsignedRule unsigned_rule = UnsignedRule::absolute;
+  // ml_dtypes 0.6 E8M0 quirk: inputs inside the lowest binade (2^-127, 2^-126), which are all
+  // FP32 subnormals, round away from zero whatever the rounding mode says.
+  bool lowest_binade_rounds_away = false;
 };
 
 enum class ValueKind : std::uint8_t { zero, finite, infinity, nan };
@@ -120,7 +123,7 @@ KVQ_HD constexpr std::uint64_t overflow_code(Format f, const Conversion& c, bool
                            (c.rounding == Rounding::toward_negative && !negative);
   if ((toward_zero && !from_infinity) || !f.has_nan()) return sign | f.max_finite_code();
   if (f.has_inf()) return sign | f.inf_code();
-  return nan_code(f, c.nan, negative, 0);
+  return sign | f.magnitude_mask();  // an overflow NaN keeps its sign in every library (CUDA nosat -500 -> 0xFF)
 }
 
 KVQ_HD constexpr bool rounds_up(Rounding r, bool negative, bool odd, std::uint64_t rest, bool lost,
@@ -173,7 +176,9 @@ KVQ_HD constexpr std::uint64_t encode(Format f, const Conversion& c, Unpacked u,
     lost = true;
   }
   // 7. Round; a carry out of the mantissa rolls into the exponent because they are added, not or-ed.
-  kept += rounds_up(c.rounding, u.negative, (kept & 1) != 0, rest, lost, random_bits) ? 1 : 0;
+  const bool away = c.lowest_binade_rounds_away && u.exponent == f.min_exponent();
+  const Rounding rounding = away ? (u.negative ? Rounding::toward_negative : Rounding::toward_positive) : c.rounding;
+  kept += rounds_up(rounding, u.negative, (kept & 1) != 0, rest, lost, random_bits) ? 1 : 0;
   const std::int64_t field = exponent + f.bias;
   const auto magnitude = static_cast<std::uint64_t>((field - 1) * (std::int64_t{1} << f.mantissa_bits) +
                                                     static_cast<std::int64_t>(kept));

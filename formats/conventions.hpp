@@ -33,7 +33,7 @@ KVQ_HD constexpr std::uint8_t rounding_bit(Rounding r) { return std::uint8_t(1u 
 inline constexpr std::uint8_t kOnlyNearestEven = 1u << static_cast<int>(Rounding::nearest_even);
 inline constexpr std::uint8_t kZeroOrUp =
     (1u << static_cast<int>(Rounding::toward_zero)) | (1u << static_cast<int>(Rounding::toward_positive));
-inline constexpr std::uint8_t kDirected = kOnlyNearestEven | kZeroOrUp | (1u << static_cast<int>(Rounding::toward_negative));
+inline constexpr std::uint8_t kNearestOrZero = kOnlyNearestEven | (1u << static_cast<int>(Rounding::toward_zero));
 inline constexpr std::uint8_t kAnyRounding = 0x3F;
 
 // One convention's rule for one format. allowed == 0: the library has no such cast.
@@ -45,7 +45,7 @@ struct ConventionRule {
 namespace conventions_detail {
 KVQ_HD constexpr ConventionRule rule(std::uint8_t allowed, Rounding r, Overflow o, NanRule n,
                                      UnsignedRule u = UnsignedRule::absolute) {
-  return ConventionRule{allowed, Conversion{r, o, n, u}};
+  return ConventionRule{allowed, Conversion{r, o, n, u, false}};
 }
 }  // namespace conventions_detail
 
@@ -64,7 +64,7 @@ KVQ_HD constexpr ConventionRule convention_rule(ConventionId c, FormatId f) {
     case ConventionId::cuda_nosat: {    // ... with __NV_NOSAT (E2M1 has no such flag: always saturates)
       const Overflow o = c == ConventionId::cuda_satfinite ? sat : ieee;
       switch (f) {
-        case FormatId::e2m1: return rule(kDirected, rne, sat, NanRule::max_positive);
+        case FormatId::e2m1: return rule(kNearestOrZero, rne, sat, NanRule::max_positive);  // cuda_fp4.hpp asserts rn|rz
         case FormatId::e4m3fn:
         case FormatId::e5m2: return rule(kOnlyNearestEven, rne, o, NanRule::all_ones_positive);
         case FormatId::e8m0fnu: return rule(kZeroOrUp, rz, o, NanRule::all_ones_positive);
@@ -76,8 +76,12 @@ KVQ_HD constexpr ConventionRule convention_rule(ConventionId c, FormatId f) {
         case FormatId::e2m1: return rule(kOnlyNearestEven, rne, sat, NanRule::zero_flipped_sign);
         case FormatId::e4m3fn: return rule(kOnlyNearestEven, rne, ieee, NanRule::all_ones_keep_sign);
         case FormatId::e5m2: return rule(kOnlyNearestEven, rne, ieee, NanRule::quiet_keep_sign);
-        case FormatId::e8m0fnu:
-          return rule(kOnlyNearestEven, rne, ieee, NanRule::all_ones_keep_sign, UnsignedRule::nonpositive_is_nan);
+        case FormatId::e8m0fnu: {
+          ConventionRule r =
+              rule(kOnlyNearestEven, rne, ieee, NanRule::all_ones_keep_sign, UnsignedRule::nonpositive_is_nan);
+          r.conversion.lowest_binade_rounds_away = true;  // measured: 0x00400001 -> 0x01
+          return r;
+        }
         default: return {};
       }
     case ConventionId::torch:  // PyTorch 2.11 eager Tensor.to(dtype) from float32

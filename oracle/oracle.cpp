@@ -139,7 +139,7 @@ std::uint64_t overflow_result(Format f, const Conversion& c, bool negative, bool
   if (c.overflow == Overflow::saturate) return sign | max_code;
   if (toward_zero_in_magnitude(c.rounding, negative) && !from_infinity) return sign | max_code;
   if (f.specials == Specials::ieee) return sign | (((std::uint64_t{1} << f.exponent_bits) - 1) << f.mantissa_bits);
-  if (f.specials == Specials::nan_all_ones) return nan_result(f, c.nan, negative, nullptr);
+  if (f.specials == Specials::nan_all_ones) return sign | ((std::uint64_t{1} << (f.bits() - (f.is_signed ? 1 : 0))) - 1);
   return sign | max_code;
 }
 
@@ -261,7 +261,11 @@ std::uint64_t round_to_format(Format f, const Conversion& c, const Real& x_in, s
   const Exact gap = n.hi - n.lo;
   const Exact fraction = (x.magnitude - n.lo) / gap;  // in (0, 1)
   bool up = false;
-  switch (c.rounding) {
+  Rounding rounding = c.rounding;
+  const int lowest = f.has_zero ? 1 - f.bias : -f.bias;
+  if (c.lowest_binade_rounds_away && x.magnitude > power_of_two(lowest) && x.magnitude < power_of_two(lowest + 1))
+    rounding = x.negative ? Rounding::toward_negative : Rounding::toward_positive;
+  switch (rounding) {
     case Rounding::nearest_even: {
       if (fraction != Exact(1, 2)) {
         up = fraction > Exact(1, 2);

@@ -53,6 +53,13 @@ void Tally::fail(const std::string& line) {
   if (first_.size() < keep_) first_.push_back(line);
 }
 
+void Tally::merge(const Tally& other) {
+  checked_ += other.checked_;
+  failures_ += other.failures_;
+  for (const auto& line : other.first_)
+    if (first_.size() < keep_) first_.push_back(line);
+}
+
 Outcome Tally::outcome(const RunContext& ctx, const std::string& replay) const {
   Outcome o;
   o.cases = checked_;

@@ -64,6 +64,7 @@ class Tally {
   explicit Tally(std::size_t keep = 8) : keep_(keep) {}
   void pass() { ++checked_; }
   void fail(const std::string& line);
+  void merge(const Tally& other);  // sums counts, keeps the first lines of both
   bool ok() const { return failures_ == 0; }
   std::uint64_t checked() const { return checked_; }
   std::uint64_t failures() const { return failures_; }

@@ -50,3 +50,5 @@ void run_suite_under_doctest(const std::string& suite) {
 TEST_CASE("formats") { kvq::props::run_suite_under_doctest("formats"); }
 TEST_CASE("exhaustive") { kvq::props::run_suite_under_doctest("exhaustive"); }
 TEST_CASE("oracle") { kvq::props::run_suite_under_doctest("oracle"); }
+TEST_CASE("cuda-headers") { kvq::props::run_suite_under_doctest("cuda-headers"); }
+TEST_CASE("gpu") { kvq::props::run_suite_under_doctest("gpu"); }

@@ -1,0 +1,45 @@
+// Host interface to the GPU format sweeps (format_sweeps.cu). Plain C++ types only,
+// so the properties that call it are compiled by the host compiler. Without CUDA the
+// stub answers "unavailable" and every GPU property is a counted skip.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/codec.hpp"
+
+namespace kvq::gpu {
+
+struct DeviceInfo {
+  bool available = false;
+  std::string why;   // when not available
+  std::string name;  // e.g. "NVIDIA H100 80GB HBM3"
+  int compute_capability = 0;
+};
+DeviceInfo device_info();
+
+struct Mismatch {
+  std::uint32_t input;
+  std::uint32_t expected;  // the reference (intrinsic, or host codec)
+  std::uint32_t actual;    // kvq on the device
+};
+
+struct SweepResult {
+  std::string error;  // a CUDA error, if any
+  std::uint64_t inputs = 0;
+  std::uint64_t mismatches = 0;
+  std::vector<Mismatch> first;
+  double milliseconds = 0;  // device time of the sweep kernels (events)
+};
+
+// kvq's cuda-* model against the CUDA intrinsic `intrinsic` (proptests/cuda_intrinsics.hpp)
+// on the device, over every FP32 bit pattern.
+SweepResult sweep_intrinsic(int intrinsic);
+
+// The device-compiled codec over inputs [begin, begin + count) into codes (host memory).
+// random_bits for stochastic rounding are kvq::props::mix32(input) on both sides.
+std::string device_codes(Format f, const Conversion& c, std::uint64_t begin, std::uint32_t count,
+                         std::uint16_t* codes, double* milliseconds);
+
+}  // namespace kvq::gpu

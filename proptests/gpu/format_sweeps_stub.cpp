@@ -1,0 +1,16 @@
+// Built when kvq has no CUDA: every GPU property reports a counted skip.
+#include "proptests/gpu/format_sweeps.hpp"
+
+namespace kvq::gpu {
+
+DeviceInfo device_info() {
+  DeviceInfo info;
+  info.why = "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
+  return info;
+}
+SweepResult sweep_intrinsic(int) { return SweepResult{"built without CUDA"}; }
+std::string device_codes(Format, const Conversion&, std::uint64_t, std::uint32_t, std::uint16_t*, double*) {
+  return "built without CUDA";
+}
+
+}  // namespace kvq::gpu
