@@ -13,8 +13,9 @@ namespace kvq::cli {
 
 namespace {
 constexpr const char* kCheckUsage =
-    "usage: kvq check [--suite NAME]... [--property ID] [--device cpu|cuda|all] [--cases N] [--seed S]\n"
-    "                 [--report FILE.json] [--reproduce STRING] [--list]\n";
+    "usage: kvq check [--suite NAME]... [--property ID] [--match TEXT]... [--device cpu|cuda|all] [--cases N]\n"
+    "                 [--seed S]"
+    " [--report FILE.json] [--reproduce STRING] [--list]\n";
 }
 
 int check_command(const Args& args, std::ostream& out, std::ostream& err) {
@@ -36,6 +37,8 @@ int check_command(const Args& args, std::ostream& out, std::ostream& err) {
     };
     if (a == "--suite" && has_value) {
       selection.suites.push_back(args[++i]);
+    } else if (a == "--match" && has_value) {
+      selection.matches.push_back(args[++i]);
     } else if (a == "--property" && has_value) {
       selection.property = args[++i];
     } else if (a == "--device" && has_value) {

@@ -46,8 +46,8 @@ struct Conversion {
   Overflow overflow = Overflow::ieee;
   NanRule nan = NanRule::payload_keep_sign;
   UnsignedRule unsigned_rule = UnsignedRule::absolute;
-  // ml_dtypes 0.6 E8M0 quirk: inputs inside the lowest binade (2^-127, 2^-126), which are all
-  // FP32 subnormals, round away from zero whatever the rounding mode says.
+  // E8M0 quirk of ml_dtypes 0.6 and PyTorch 2.11: inputs inside the lowest binade (2^-127, 2^-126),
+  // all FP32 subnormals, round away from zero whatever the rounding mode says.
   bool lowest_binade_rounds_away = false;
 };
 

@@ -84,11 +84,15 @@ KVQ_HD constexpr ConventionRule convention_rule(ConventionId c, FormatId f) {
         }
         default: return {};
       }
-    case ConventionId::torch:  // PyTorch 2.11 eager Tensor.to(dtype) from float32
+    case ConventionId::torch:  // PyTorch 2.11 eager Tensor.to(dtype) from float32, CPU and CUDA alike
       switch (f) {
         case FormatId::e4m3fn:
-        case FormatId::e5m2:
-        case FormatId::e8m0fnu: return rule(kOnlyNearestEven, rne, ieee, NanRule::all_ones_keep_sign);
+        case FormatId::e5m2: return rule(kOnlyNearestEven, rne, ieee, NanRule::all_ones_keep_sign);
+        case FormatId::e8m0fnu: {
+          ConventionRule r = rule(kOnlyNearestEven, rne, ieee, NanRule::all_ones_keep_sign);
+          r.conversion.lowest_binade_rounds_away = true;  // measured on an H100: |x| 0x00400001 -> 0x01
+          return r;
+        }
         default: return {};  // no e2m1 cast in PyTorch
       }
     case ConventionId::ocp:  // OCP MX v1.0: RNE, saturating elements; E8M0 scale by floor

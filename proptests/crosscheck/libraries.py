@@ -91,6 +91,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", required=True, help="path to libkvq_codec_capi.so")
     ap.add_argument("--libraries", default="ml_dtypes,torch,torch-cuda")
+    ap.add_argument("--formats", default="e2m1,e4m3fn,e5m2,e8m0fnu")
     ap.add_argument("--full", action="store_true", help="all 2^32 FP32 inputs")
     ap.add_argument("--random", type=int, default=1 << 22, help="random inputs in sample mode")
     ap.add_argument("--seed", type=int, default=20261122)
@@ -106,6 +107,8 @@ def main():
     failed = False
     for label, convention, fns in libraries:
         for fmt, fn in fns.items():
+            if fmt not in args.formats.split(","):
+                continue
             start = time.time()
             checked = mismatches = 0
             first = []

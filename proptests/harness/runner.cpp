@@ -16,6 +16,11 @@ std::vector<const Property*> select(const Selection& s) {
   for (const Property& p : registry()) {
     if (!s.property.empty() && p.id() != s.property) continue;
     if (!s.suites.empty() && std::find(s.suites.begin(), s.suites.end(), p.suite) == s.suites.end()) continue;
+    const std::string id = p.id();
+    if (!s.matches.empty() && std::none_of(s.matches.begin(), s.matches.end(), [&](const std::string& m) {
+          return id.find(m) != std::string::npos;
+        }))
+      continue;
     if ((p.device == Device::cpu && !s.cpu) || (p.device == Device::cuda && !s.cuda)) continue;
     out.push_back(&p);
   }

@@ -12,6 +12,7 @@ namespace kvq::props {
 struct Selection {
   std::vector<std::string> suites;  // empty: every suite
   std::string property;             // one property id, or empty
+  std::vector<std::string> matches;  // keep ids containing any of these (empty: all)
   bool cpu = true;
   bool cuda = true;
 };
