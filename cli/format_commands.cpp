@@ -1,4 +1,5 @@
 // kvq formats | table | encode | decode | docs formats
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iomanip>
@@ -108,6 +109,7 @@ std::string formats_markdown() {
       std::string roundings = std::string(name_of(rule.conversion.rounding));
       const std::string others = allowed_roundings(rule.allowed & ~rounding_bit(rule.conversion.rounding));
       if (!others.empty()) roundings += "|" + others;
+      std::replace(roundings.begin(), roundings.end(), '|', '/');  // '|' would split the table cell
       os << roundings << " | " << overflow_names[static_cast<int>(rule.conversion.overflow)] << " | "
          << nan_names[static_cast<int>(rule.conversion.nan)] << " | "
          << (format_of(fmt).is_signed ? "-" : unsigned_names[static_cast<int>(rule.conversion.unsigned_rule)])

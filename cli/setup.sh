@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# kvq set-up and main job: installs what is missing (Debian packages, a Python virtual
+# environment with numpy and ml_dtypes for the cross-checks), builds, then runs the main
+# job: `kvq check` (the whole property suite on the CPU, on the GPU too when one is present).
+#
+#   bash cli/setup.sh            set up, build, run the main job
+#   bash cli/setup.sh --build    set up and build only (what CI does before ctest)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake ninja-build g++ libeigen3-dev libboost-dev librapidcheck-dev doctest-dev python3-venv)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "kvq setup: installing ${missing[*]}"
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy, ml_dtypes" 2>/dev/null; then
+  echo "kvq setup: creating .venv (numpy, ml_dtypes 0.6.0)"
+  python3 -m venv .venv
+  .venv/bin/pip install -q --disable-pip-version-check numpy ml_dtypes==0.6.0
+fi
+
+cmake --preset default -DKVQ_PYTHON="$PWD/.venv/bin/python" >/dev/null
+cmake --build --preset default -j "$(nproc)"
+
+if [ "${1:-}" = "--build" ]; then exit 0; fi
+echo "kvq setup: running the main job (build/kvq check), report in build/check-report.json"
+exec build/kvq check --report build/check-report.json
