@@ -91,7 +91,7 @@ std::string formats_markdown() {
   os << "\n## Conventions (float32 -> format)\n\n"
      << "Rules as kvq models them; `-` means the library has no such cast. Roundings: the first is the default.\n\n"
      << "| convention | format | roundings | overflow | NaN rule | unsigned rule | quirk |\n|---|---|---|---|---|---|---|\n";
-  static const char* overflow_names[] = {"saturate", "ieee"};
+  static const char* overflow_names[] = {"saturate", "ieee", "nan"};
   static const char* nan_names[] = {"all_ones_keep_sign", "all_ones_positive", "quiet_keep_sign",
                                     "payload_keep_sign",  "max_positive",      "max_keep_sign",
                                     "zero_flipped_sign"};

@@ -22,6 +22,7 @@ enum class Rounding : std::uint8_t {
 enum class Overflow : std::uint8_t {
   saturate,  // +-max finite, infinities too (CUDA __NV_SATFINITE, OCP saturating mode)
   ieee,      // inf, or NaN where the format has no inf; toward-zero roundings give max (IEEE 754 7.4)
+  nan,       // NaN (S.1..1) whenever the format has one, inf inputs too; else as ieee
 };
 
 // The code a NaN input becomes. (A NaN made by overflow is always S.1..1: see overflow_code.)
@@ -118,6 +119,7 @@ KVQ_HD constexpr std::uint64_t nan_code(Format f, NanRule rule, bool negative, s
 KVQ_HD constexpr std::uint64_t overflow_code(Format f, const Conversion& c, bool negative, bool from_infinity) {
   const std::uint64_t sign = negative ? f.sign_bit() : 0;
   if (c.overflow == Overflow::saturate) return sign | f.max_finite_code();
+  if (c.overflow == Overflow::nan && f.has_nan()) return sign | f.magnitude_mask();
   const bool toward_zero = c.rounding == Rounding::toward_zero ||
                            (c.rounding == Rounding::toward_positive && negative) ||
                            (c.rounding == Rounding::toward_negative && !negative);

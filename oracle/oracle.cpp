@@ -136,10 +136,12 @@ std::uint64_t nan_result(Format f, NanRule rule, bool negative, const Real* sour
 std::uint64_t overflow_result(Format f, const Conversion& c, bool negative, bool from_infinity,
                               std::uint64_t max_code) {
   const std::uint64_t sign = negative ? sign_code(f) : 0;
+  const std::uint64_t all_ones = (std::uint64_t{1} << (f.bits() - (f.is_signed ? 1 : 0))) - 1;
   if (c.overflow == Overflow::saturate) return sign | max_code;
+  if (c.overflow == Overflow::nan && f.specials != Specials::none) return sign | all_ones;
   if (toward_zero_in_magnitude(c.rounding, negative) && !from_infinity) return sign | max_code;
   if (f.specials == Specials::ieee) return sign | (((std::uint64_t{1} << f.exponent_bits) - 1) << f.mantissa_bits);
-  if (f.specials == Specials::nan_all_ones) return sign | ((std::uint64_t{1} << (f.bits() - (f.is_signed ? 1 : 0))) - 1);
+  if (f.specials == Specials::nan_all_ones) return sign | all_ones;
   return sign | max_code;
 }
 

@@ -90,6 +90,48 @@ void register_oracle_agreement() {
 }
 KVQ_REGISTER_PROPERTIES(register_oracle_agreement);
 
+// Beyond the named conventions: any combination of policies, codec == oracle.
+rc::Gen<Conversion> gen_conversion() {
+  return rc::gen::build<Conversion>(
+      rc::gen::set(&Conversion::rounding, rc::gen::element(Rounding::nearest_even, Rounding::toward_zero,
+                                                           Rounding::toward_positive, Rounding::toward_negative,
+                                                           Rounding::nearest_away, Rounding::stochastic)),
+      rc::gen::set(&Conversion::overflow, rc::gen::element(Overflow::saturate, Overflow::ieee, Overflow::nan)),
+      rc::gen::set(&Conversion::nan,
+                   rc::gen::element(NanRule::all_ones_keep_sign, NanRule::all_ones_positive, NanRule::quiet_keep_sign,
+                                    NanRule::payload_keep_sign, NanRule::max_positive, NanRule::max_keep_sign,
+                                    NanRule::zero_flipped_sign)),
+      rc::gen::set(&Conversion::unsigned_rule,
+                   rc::gen::element(UnsignedRule::absolute, UnsignedRule::nonpositive_is_nan)),
+      rc::gen::set(&Conversion::lowest_binade_rounds_away, rc::gen::arbitrary<bool>()));
+}
+
+void register_policy_grid() {
+  for (int i = 0; i < kFormatCount; ++i) {
+    const auto id = static_cast<FormatId>(i);
+    if (id == FormatId::fp64) continue;
+    add_property("formats", std::string(name_of(id)) + "/any-policy/codec-vs-oracle", Device::cpu,
+                 [id](const RunContext& ctx) {
+                   const Format f = format_of(id);
+                   const bool wide = f.bits() > 16;  // FP32 target: FP64 inputs
+                   const auto narrow_inputs = gen_fp32(wide ? kBF16 : f);
+                   const auto wide_inputs = gen_fp64(kBF16);
+                   const auto policies = gen_conversion();
+                   return check_random(ctx, [&] {
+                     const Conversion c = *policies;
+                     const std::uint32_t rbits = *rc::gen::arbitrary<std::uint32_t>();
+                     const Format source = wide ? kFP64 : kFP32;
+                     const std::uint64_t x = wide ? (*wide_inputs).bits : (*narrow_inputs).bits;
+                     RC_TAG(static_cast<int>(c.rounding), static_cast<int>(c.overflow));
+                     const std::uint64_t expected = oracle::round_to_format(f, c, oracle::real_of(source, x), rbits);
+                     const std::uint64_t actual = encode(f, c, unpack(source, x), rbits);
+                     RC_ASSERT(hex_code(f, actual) == hex_code(f, expected));
+                   });
+                 });
+  }
+}
+KVQ_REGISTER_PROPERTIES(register_policy_grid);
+
 void register_codec_laws() {
   // decode(encode(v)) == v: every finite code survives a trip through FP32 under every convention.
   for_each_conversion_case(

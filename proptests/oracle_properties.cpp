@@ -34,6 +34,24 @@ void register_oracle_properties() {
         }
       });
     });
+    // Round to nearest never errs by more than half the gap between the two neighbours.
+    add_property("oracle", name + "/rne-error-within-half-gap", Device::cpu, [f](const RunContext& ctx) {
+      const auto inputs = gen_fp32(f);
+      return check_random(ctx, [&] {
+        const Fp32 x = *inputs;
+        const oracle::Real r = oracle::real_of(kFP32, x.bits);
+        RC_PRE(r.kind == ValueKind::finite && (f.is_signed || !r.negative));
+        const Conversion c{Rounding::nearest_even, Overflow::ieee, NanRule::all_ones_keep_sign};
+        const std::uint64_t code = oracle::round_to_format(f, c, r);
+        RC_PRE(!f.is_nan(code) && !f.is_inf(code));
+        const auto n = oracle::neighbours_by_table(f, r.magnitude);
+        // Overflow (rounding to the step past max, which E2M1 then saturates) is not rounding error.
+        RC_PRE(!n.below_min && (!n.hi_beyond_max || r.magnitude < (n.lo + n.hi) / 2));
+        const oracle::Exact error = abs(oracle::exact_error(f, code, r));
+        RC_ASSERT(error <= (n.hi - n.lo) / 2);
+        RC_ASSERT(n.lo <= r.magnitude);
+      });
+    });
     add_property("oracle", name + "/exact-value-of-every-code", Device::cpu, [f](const RunContext& ctx) {
       Tally tally;
       for (std::uint64_t code = 0; code < f.code_count(); ++code) {
