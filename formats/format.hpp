@@ -2,6 +2,7 @@
 // one description, the way CUTLASS and ml_dtypes describe theirs.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 
 #include "formats/host_device.hpp"
@@ -64,6 +65,8 @@ struct Format {
     return has_inf() && (code & magnitude_mask()) == inf_code();
   }
   KVQ_HD constexpr std::uint64_t code_count() const { return std::uint64_t{1} << bits(); }
+
+  friend constexpr auto operator<=>(const Format&, const Format&) = default;  // a map key for per-format caches
 };
 
 //                                       e   m  bias  specials                signed has_zero

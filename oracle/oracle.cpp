@@ -82,11 +82,9 @@ Exact step_past_max(Format f, const Exact& max) {
 
 const Table& table_for(Format f) {
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, int, bool, bool>, Table> cache;
+  static std::map<Format, Table> cache;
   const std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(f.exponent_bits, f.mantissa_bits, f.bias, static_cast<int>(f.specials),
-                                   f.is_signed, f.has_zero);
-  auto it = cache.find(key);
+  auto it = cache.find(f);
   if (it != cache.end()) return it->second;
   if (f.bits() > 16) throw std::invalid_argument("oracle table: format wider than 16 bits");
   std::vector<std::pair<Exact, std::uint64_t>> entries;
@@ -100,7 +98,7 @@ const Table& table_for(Format f) {
     t.codes.push_back(c);
   }
   t.beyond = step_past_max(f, t.values.back());
-  return cache.emplace(key, std::move(t)).first->second;
+  return cache.emplace(f, std::move(t)).first->second;
 }
 
 bool toward_zero_in_magnitude(Rounding r, bool negative) {

@@ -6,6 +6,7 @@
 #include "formats/codec.hpp"
 #include "proptests/cuda_intrinsics.hpp"
 #include "proptests/gpu/format_sweeps.hpp"
+#include "proptests/harness/mix32.hpp"
 
 namespace kvq::gpu {
 namespace {
@@ -17,15 +18,6 @@ struct Counters {
   unsigned int kept;
   Mismatch first[kKeep];
 };
-
-__device__ inline std::uint32_t mix32_device(std::uint64_t x) {  // same as kvq::props::mix32
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return static_cast<std::uint32_t>(x);
-}
 
 __device__ inline float as_float(std::uint32_t b) { return __uint_as_float(b); }
 
@@ -53,7 +45,7 @@ __global__ void codes_kernel(Format f, Conversion c, std::uint64_t begin, std::u
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < count; i += stride) {
     const auto bits = static_cast<std::uint32_t>(begin + i);
-    const std::uint32_t rbits = c.rounding == Rounding::stochastic ? mix32_device(bits) : 0;
+    const std::uint32_t rbits = c.rounding == Rounding::stochastic ? props::mix32(bits) : 0;
     out[i] = static_cast<std::uint16_t>(encode(f, c, unpack(kFP32, bits), rbits));
   }
 }

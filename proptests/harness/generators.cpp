@@ -4,7 +4,6 @@
 #include <cmath>
 #include <map>
 #include <mutex>
-#include <tuple>
 #include <cstdio>
 #include <ostream>
 #include <utility>
@@ -26,15 +25,6 @@ void showValue(Fp64 x, std::ostream& os) {
   os << buf;
 }
 
-std::uint32_t mix32(std::uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return static_cast<std::uint32_t>(x);
-}
-
 namespace {
 
 // Ascending non-negative finite magnitudes of a format, and the step past its max.
@@ -53,12 +43,10 @@ std::vector<double> make_ladder(Format f) {
 template <typename T>
 const T& cached(Format f, T (*make)(Format)) {  // one list per format, built once
   static std::mutex mutex;
-  static std::map<std::tuple<int, int, int, int, bool, bool>, T> cache;
+  static std::map<Format, T> cache;
   const std::lock_guard<std::mutex> lock(mutex);
-  const auto key = std::make_tuple(f.exponent_bits, f.mantissa_bits, f.bias, static_cast<int>(f.specials),
-                                   f.is_signed, f.has_zero);
-  auto it = cache.find(key);
-  if (it == cache.end()) it = cache.emplace(key, make(f)).first;
+  auto it = cache.find(f);
+  if (it == cache.end()) it = cache.emplace(f, make(f)).first;
   return it->second;
 }
 

@@ -11,6 +11,7 @@
 #include <rapidcheck.h>
 
 #include "formats/format.hpp"
+#include "proptests/harness/mix32.hpp"
 
 namespace kvq::props {
 
@@ -40,7 +41,6 @@ rc::Gen<Fp64> gen_fp64(Format target);
 // What an input is, for RC_CLASSIFY-style coverage reports.
 std::string classify(Format target, Fp32 x);
 
-// Deterministic random bits for stochastic rounding in sweeps (a hash of the input).
-std::uint32_t mix32(std::uint64_t x);
+
 
 }  // namespace kvq::props
