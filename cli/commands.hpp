@@ -10,6 +10,7 @@ namespace kvq::cli {
 
 using Args = std::vector<std::string>;
 
+int recipes_command(const Args& args, std::ostream& out, std::ostream& err);
 int formats_command(const Args& args, std::ostream& out, std::ostream& err);
 int table_command(const Args& args, std::ostream& out, std::ostream& err);
 int encode_command(const Args& args, std::istream& in, std::ostream& out, std::ostream& err);

@@ -11,6 +11,7 @@
 #include "cli/input_parsing.hpp"
 #include "formats/float_bits.hpp"
 #include "formats/names.hpp"
+#include "formats/recipe_names.hpp"
 #include "oracle/oracle.hpp"
 
 namespace kvq::cli {
@@ -167,6 +168,21 @@ int formats_command(const Args& args, std::ostream& out, std::ostream& err) {
     }
     out << "\n";
   }
+  return 0;
+}
+
+int recipes_command(const Args& args, std::ostream& out, std::ostream& err) {
+  if (!args.empty()) {
+    err << "kvq recipes: takes no arguments\n";
+    return 2;
+  }
+  out << "recipe                   element  block  scales\n";
+  for (const NamedRecipe& r : kRecipes) {
+    const std::string block = r.recipe.scale == BlockScale::tensor_only ? "tensor" : std::to_string(r.recipe.block);
+    out << std::left << std::setw(25) << r.name << std::setw(9) << name_of(r.recipe.element) << std::setw(7) << block
+        << r.scales << "\n";
+  }
+  out << "Block recipes take any block size (16 and 32 are tested); all scales are decode scales.\n";
   return 0;
 }
 

@@ -9,6 +9,7 @@ constexpr const char* kUsage =
     "kvq: bit-exact ground truth for low-precision KV-cache formats\n"
     "\n"
     "  kvq formats                          list formats and conventions\n"
+    "  kvq recipes                          list scale recipes\n"
     "  kvq table FORMAT                     every code: hex, bits, exact value\n"
     "  kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna]\n"
     "                                       FP32 inputs on stdin -> codes\n"
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   const kvq::cli::Args args(argv + 2, argv + argc);
   if (command == "formats") return kvq::cli::formats_command(args, std::cout, std::cerr);
+  if (command == "recipes") return kvq::cli::recipes_command(args, std::cout, std::cerr);
   if (command == "table") return kvq::cli::table_command(args, std::cout, std::cerr);
   if (command == "encode") return kvq::cli::encode_command(args, std::cin, std::cout, std::cerr);
   if (command == "decode") return kvq::cli::decode_command(args, std::cin, std::cout, std::cerr);

@@ -61,7 +61,9 @@ std::uint64_t code_from_parts(Format f, int binade, const BigInt& n) {
   return field * mantissa_span + (count - mantissa_span);
 }
 
-int floor_log2(const Exact& a) {  // a > 0
+}  // namespace
+
+int floor_log2(const Exact& a) {
   const BigInt& num = boost::multiprecision::numerator(a);
   const BigInt& den = boost::multiprecision::denominator(a);
   int e = static_cast<int>(boost::multiprecision::msb(num)) - static_cast<int>(boost::multiprecision::msb(den));
@@ -69,6 +71,8 @@ int floor_log2(const Exact& a) {  // a > 0
   while (power_of_two(e + 1) <= a) ++e;
   return e;
 }
+
+namespace {
 
 struct Table {
   std::vector<Exact> values;  // ascending non-negative finite magnitudes

@@ -19,6 +19,7 @@ using Exact = boost::multiprecision::cpp_rational;
 using BigInt = boost::multiprecision::cpp_int;
 
 Exact power_of_two(int e);
+int floor_log2(const Exact& positive);  // exact floor(log2 x), x > 0
 
 // A real input: NaN, +-inf, or an exact finite value (zero carries its sign).
 struct Real {

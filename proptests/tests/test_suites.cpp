@@ -52,3 +52,4 @@ TEST_CASE("exhaustive") { kvq::props::run_suite_under_doctest("exhaustive"); }
 TEST_CASE("oracle") { kvq::props::run_suite_under_doctest("oracle"); }
 TEST_CASE("cuda-headers") { kvq::props::run_suite_under_doctest("cuda-headers"); }
 TEST_CASE("gpu") { kvq::props::run_suite_under_doctest("gpu"); }
+TEST_CASE("recipes") { kvq::props::run_suite_under_doctest("recipes"); }

@@ -1,0 +1,30 @@
+// The recipes computed by the oracle: each FP32 operation a recipe performs is done
+// exactly on rationals and rounded once (IEEE RNE, specials included), elements and
+// scales are rounded by the oracle's enumerated search, power-of-two exponents come
+// from exact logarithms. Nothing here calls the codec.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "formats/recipes.hpp"
+#include "oracle/oracle.hpp"
+
+namespace kvq::oracle {
+
+// FP32 arithmetic, exact then rounded once.
+Real fp32(const Real& x);
+Real fp32_multiply(const Real& a, const Real& b);
+Real fp32_divide(const Real& a, const Real& b);
+std::uint32_t fp32_bits(const Real& x);
+
+struct QuantizedBlock {
+  std::uint8_t scale = 0;
+  std::vector<std::uint8_t> codes;
+};
+
+float recipe_tensor_scale(const Recipe& r, float amax);
+QuantizedBlock recipe_quantize_block(const Recipe& r, float g, const std::vector<float>& x);
+std::uint32_t recipe_dequantize_element(const Recipe& r, float g, std::uint8_t scale, std::uint8_t code);
+
+}  // namespace kvq::oracle

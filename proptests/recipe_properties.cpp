@@ -1,0 +1,240 @@
+// Properties of the recipe models (formats/recipes.hpp): bit for bit equal to the oracle's
+// exact computation of the same recipe; within the derived error bound; and the metamorphic
+// relations (sign flip, permutation, power-of-two scaling).
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+#include <sstream>
+
+#include "formats/float_bits.hpp"
+#include "formats/recipe_names.hpp"
+#include "oracle/recipes_oracle.hpp"
+#include "proptests/conversion_space.hpp"
+#include "proptests/harness/rapidcheck_bridge.hpp"
+
+namespace kvq::props {
+namespace {
+
+struct Tensor {  // rows x cols FP32, row-major; cols a multiple of the block
+  int rows = 0;
+  int cols = 0;
+  std::vector<float> values;
+};
+
+void showValue(const Tensor& t, std::ostream& os) {
+  os << t.rows << "x" << t.cols << " [";
+  char buf[24];
+  for (std::size_t i = 0; i < t.values.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s0x%08x", i ? " " : "", bits_of(t.values[i]));
+    os << buf;
+  }
+  os << "]";
+}
+
+float from_parts(int mantissa, int exponent) { return std::ldexp(static_cast<float>(mantissa), exponent); }
+
+// One block: mostly well-scaled values, with the blocks that break recipes weighted in.
+rc::Gen<std::vector<float>> gen_block(int n, bool specials) {
+  using V = std::vector<float>;
+  auto scaled = [n](int lo, int hi) {
+    return rc::gen::exec([=] {
+      const int k = *rc::gen::inRange(lo, hi);
+      return *rc::gen::container<V>(n, rc::gen::map(rc::gen::inRange(-2000, 2001),
+                                                    [k](int m) { return from_parts(m, k - 8); }));
+    });
+  };
+  const rc::Gen<V> ordinary = rc::gen::weightedOneOf<V>({
+      {6, scaled(-20, 21)},
+      {1, rc::gen::just(V(n, 0.0f))},
+      {1, rc::gen::map(rc::gen::container<V>(n, rc::gen::element(0.0f, -0.0f)), [](V v) { return v; })},
+      {1, rc::gen::exec([=] {  // one huge value among small ones
+         V v = *scaled(-10, 0);
+         v[*rc::gen::inRange(0, n)] = from_parts(*rc::gen::inRange(1, 1000), *rc::gen::inRange(10, 40));
+         return v;
+       })},
+      {1, rc::gen::container<V>(n, rc::gen::map(rc::gen::inRange<std::uint32_t>(0, 0x00800000u),  // subnormals
+                                                [](std::uint32_t b) { return float_from_bits(b); }))},
+      {2, rc::gen::exec([=] {  // E2M1 ties at a power-of-two scale, with 6 * 2^k fixing the block max
+         const int k = *rc::gen::inRange(-10, 10);
+         V v = *rc::gen::container<V>(n, rc::gen::map(rc::gen::element(0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f,
+                                                                       -0.25f, -2.5f, -5.0f),
+                                                      [k](float m) { return std::ldexp(m, k); }));
+         v[0] = std::ldexp(6.0f, k);
+         return v;
+       })},
+      {1, rc::gen::container<V>(n, rc::gen::map(rc::gen::arbitrary<std::uint32_t>(),
+                                                [](std::uint32_t b) { return float_from_bits(b); }))},
+  });
+  if (!specials) return ordinary;
+  const rc::Gen<V> with_special = rc::gen::exec([=] {  // NaN, inf or FP32 max among ordinary values
+    V v = *scaled(-5, 5);
+    v[*rc::gen::inRange(0, n)] = *rc::gen::element(NAN, -NAN, INFINITY, -INFINITY, 3.4028235e38f, -3.4028235e38f);
+    return v;
+  });
+  return rc::gen::weightedOneOf<V>({{6, ordinary}, {1, with_special}});
+}
+
+rc::Gen<Tensor> gen_tensor(int block, bool specials, bool finite_only = false) {
+  return rc::gen::exec([=] {
+    Tensor t;
+    t.rows = *rc::gen::inRange(1, 4);
+    const int blocks = *rc::gen::inRange(1, 4);
+    t.cols = blocks * block;
+    const auto block_gen = gen_block(block, specials);
+    for (int i = 0; i < t.rows * blocks; ++i) {
+      const auto b = *block_gen;
+      t.values.insert(t.values.end(), b.begin(), b.end());
+    }
+    if (finite_only)
+      for (float& v : t.values)
+        if (!std::isfinite(v)) v = 1.0f;
+    return t;
+  });
+}
+
+float amax_of(const std::vector<float>& v) {  // fmaxf semantics: NaN never wins
+  float m = 0.0f;
+  for (const float x : v) {
+    const float a = std::fabs(x);
+    m = a > m ? a : m;
+  }
+  return m;
+}
+
+int block_of(const Recipe& r) { return r.scale == BlockScale::tensor_only ? 16 : r.block; }
+
+struct Quantized {
+  float g = 0;
+  std::vector<std::uint8_t> scales, codes;
+};
+
+Quantized quantize_model(const Recipe& r, const std::vector<float>& x) {
+  Quantized q;
+  const int n = block_of(r);
+  q.g = tensor_scale(r, amax_of(x));
+  q.codes.resize(x.size());
+  for (std::size_t b = 0; b < x.size(); b += n)
+    q.scales.push_back(quantize_block(r, q.g, x.data() + b, n, q.codes.data() + b));
+  return q;
+}
+
+std::string recipe_hex(std::uint8_t v) { return hex_code(kE4M3FN, v); }
+
+void register_recipe_properties() {
+  for (const NamedRecipe& named : kRecipes) {
+    const std::vector<int> blocks = named.recipe.scale == BlockScale::tensor_only ? std::vector<int>{0}
+                                                                                  : std::vector<int>{16, 32};
+    for (const int size : blocks) {
+      Recipe r = named.recipe;
+      if (size) r.block = size;
+      const std::string base = std::string(named.name) + (size ? "/block" + std::to_string(size) : "");
+      const bool pow2 = r.scale == BlockScale::e8m0_pow2;
+
+      add_property("recipes", base + "/model-vs-oracle", Device::cpu, [r](const RunContext& ctx) {
+        const auto tensors = gen_tensor(block_of(r), true);
+        return check_random(ctx, [&] {
+          const Tensor t = *tensors;
+          const Quantized q = quantize_model(r, t.values);
+          const float g = oracle::recipe_tensor_scale(r, amax_of(t.values));
+          RC_ASSERT(bits_of(q.g) == bits_of(g));
+          const int n = block_of(r);
+          for (std::size_t b = 0; b * n < t.values.size(); ++b) {
+            const std::vector<float> block(t.values.begin() + b * n, t.values.begin() + (b + 1) * n);
+            const auto expected = oracle::recipe_quantize_block(r, g, block);
+            RC_ASSERT(recipe_hex(q.scales[b]) == recipe_hex(expected.scale));
+            for (int i = 0; i < n; ++i) {
+              RC_ASSERT(recipe_hex(q.codes[b * n + i]) == recipe_hex(expected.codes[i]));
+              const std::uint32_t dq = bits_of(dequantize_element(r, g, q.scales[b], q.codes[b * n + i]));
+              const std::uint32_t dq_exact = oracle::recipe_dequantize_element(r, g, q.scales[b], q.codes[b * n + i]);
+              RC_ASSERT(hex_code(kFP32, dq) == hex_code(kFP32, dq_exact));
+            }
+          }
+        });
+      });
+
+      // Sign flip and reversal inside a block commute with quantization (finite inputs).
+      add_property("recipes", base + "/sign-flip-and-permutation", Device::cpu, [r](const RunContext& ctx) {
+        const auto tensors = gen_tensor(block_of(r), false, true);
+        const std::uint8_t sign = static_cast<std::uint8_t>(format_of(r.element).sign_bit());
+        return check_random(ctx, [&] {
+          const Tensor t = *tensors;
+          // A tensor scale that underflows FP32 divides by zero: NaN codes, which have one sign only.
+          const float amax = amax_of(t.values);
+          RC_PRE(amax == 0.0f || std::fpclassify(tensor_scale(r, amax)) == FP_NORMAL);
+          const Quantized q = quantize_model(r, t.values);
+          std::vector<float> flipped = t.values, reversed = t.values;
+          for (float& v : flipped) v = -v;
+          const int n = block_of(r);
+          for (std::size_t b = 0; b < reversed.size(); b += n)
+            std::reverse(reversed.begin() + b, reversed.begin() + b + n);
+          const Quantized qf = quantize_model(r, flipped), qr = quantize_model(r, reversed);
+          RC_ASSERT(qf.scales == q.scales);
+          RC_ASSERT(qr.scales == q.scales);
+          for (std::size_t i = 0; i < q.codes.size(); ++i) {
+            RC_ASSERT(recipe_hex(qf.codes[i]) == recipe_hex(static_cast<std::uint8_t>(q.codes[i] ^ sign)));
+            const std::size_t b = i / n * n, j = b + (n - 1 - (i - b));
+            RC_ASSERT(recipe_hex(qr.codes[j]) == recipe_hex(q.codes[i]));
+          }
+        });
+      });
+
+      // Scaling the whole tensor by 2^k changes only the power-of-two block scales (by k),
+      // or nothing at all for the two-level and tensor recipes, whose tensor scale absorbs it.
+      add_property("recipes", base + "/power-of-two-scaling", Device::cpu, [r, pow2](const RunContext& ctx) {
+        const auto tensors = gen_tensor(block_of(r), false, true);
+        return check_random(ctx, [&] {
+          const Tensor t = *tensors;
+          const int k = *rc::gen::inRange(-6, 7);
+          std::vector<float> scaled = t.values;
+          for (float& v : scaled) v = std::ldexp(v, k);
+          // Keep every value and every intermediate scale in FP32's normal range.
+          for (std::size_t i = 0; i < t.values.size(); ++i) {
+            const float a = std::fabs(t.values[i]);
+            RC_PRE(a == 0.0f || (a > 0x1p-90f && a < 0x1p90f));
+          }
+          const float amax = amax_of(t.values);
+          RC_PRE(amax > 0x1p-80f);
+          const Quantized q = quantize_model(r, t.values), qs = quantize_model(r, scaled);
+          RC_ASSERT(qs.codes == q.codes);
+          for (std::size_t b = 0; b < q.scales.size(); ++b) {
+            if (!pow2) {
+              RC_ASSERT(recipe_hex(qs.scales[b]) == recipe_hex(q.scales[b]));
+            } else if (q.scales[b] != 0 && q.scales[b] != 0xFF) {  // an all-zero block keeps 2^-127
+              RC_ASSERT(static_cast<int>(qs.scales[b]) == static_cast<int>(q.scales[b]) + k);
+            }
+          }
+        });
+      });
+
+      if (!pow2) continue;
+      // Power-of-two recipes are exact: |x - dq| <= half the element gap at the block scale,
+      // except where the scaled value passes the element's max (saturation, FLOOR's clip).
+      add_property("recipes", base + "/error-within-half-element-gap", Device::cpu, [r](const RunContext& ctx) {
+        const auto tensors = gen_tensor(block_of(r), false, true);
+        const Format ef = format_of(r.element);
+        return check_random(ctx, [&] {
+          const Tensor t = *tensors;
+          const Quantized q = quantize_model(r, t.values);
+          const int n = block_of(r);
+          for (std::size_t i = 0; i < t.values.size(); ++i) {
+            const int e = static_cast<int>(q.scales[i / n]) - 127;
+            const oracle::Real x = oracle::real_of_float(t.values[i]);
+            if (x.kind != ValueKind::finite) continue;
+            const oracle::Exact scaled = x.magnitude * oracle::power_of_two(-e);
+            const auto nb = oracle::neighbours_by_table(ef, scaled);
+            if (nb.hi_beyond_max) continue;  // saturated: the clip is the recipe's, not rounding error
+            const oracle::Real dq_real = oracle::real_of_float(dequantize_element(r, q.g, q.scales[i / n], q.codes[i]));
+            if (dq_real.kind == ValueKind::infinity) continue;  // 2^128 and up: FP32 cannot hold the block's value
+            const oracle::Exact dq = dq_real.magnitude;
+            const oracle::Exact error = abs(dq - x.magnitude);
+            RC_ASSERT(error <= (nb.hi - nb.lo) / 2 * oracle::power_of_two(e));
+          }
+        });
+      });
+    }
+  }
+}
+KVQ_REGISTER_PROPERTIES(register_recipe_properties);
+
+}  // namespace
+}  // namespace kvq::props
