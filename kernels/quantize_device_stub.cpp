@@ -1,0 +1,28 @@
+// Built without CUDA: the GPU entry points say so, and GPU properties count a skip.
+#include "kernels/quantize.hpp"
+
+namespace kvq::kernels::device {
+
+namespace {
+constexpr const char* kNoCuda = "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
+}
+
+bool available(std::string* why) {
+  *why = kNoCuda;
+  return false;
+}
+std::string quantize(const QuantizeShape&, DType, const void*, float, std::uint8_t*, std::uint8_t*, void*) {
+  return kNoCuda;
+}
+std::string dequantize(const QuantizeShape&, const std::uint8_t*, const std::uint8_t*, float, DType, void*, void*) {
+  return kNoCuda;
+}
+std::string amax(DType, const void*, std::int64_t, float*, void*) { return kNoCuda; }
+std::string allocate(void**, std::size_t) { return kNoCuda; }
+void release(void*) {}
+std::string upload(void*, const void*, std::size_t) { return kNoCuda; }
+std::string download(void*, const void*, std::size_t) { return kNoCuda; }
+std::string fill(void*, std::uint8_t, std::size_t) { return kNoCuda; }
+std::string synchronize() { return kNoCuda; }
+
+}  // namespace kvq::kernels::device
