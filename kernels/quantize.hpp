@@ -70,6 +70,35 @@ KVQ_HD inline std::uint8_t code_at(const QuantizeShape& s, const std::uint8_t* r
   return s.packed() ? ((j & 1) ? row[j / 2] >> 4 : row[j / 2] & 0xF) : row[j];
 }
 
+// One block (row, b) of the tensor: load, quantize, store its scale, pack its codes.
+// The whole per-block work of both the CPU twin and the kernel.
+KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+                                      std::uint8_t* scales, std::int64_t row, std::int64_t b) {
+  const int n = s.block();
+  float values[kMaxBlock];
+  std::uint8_t block_codes[kMaxBlock];
+  for (int i = 0; i < n; ++i) values[i] = load_value(input, x, row * s.cols + b * n + i);
+  const std::uint8_t scale = quantize_block(s.recipe, g, values, n, block_codes);
+  if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
+  std::uint8_t* out = codes + row * s.code_bytes_per_row();
+  for (int i = 0; i < n; ++i) {
+    const std::int64_t j = b * n + i;
+    if (!s.packed()) {
+      out[j] = block_codes[i];
+    } else if (i % 2 == 1) {
+      out[j / 2] = pack_e2m1_pair(block_codes[i - 1], block_codes[i]);
+    }
+  }
+}
+
+// One element (row, j): its code and block scale to a value of the output type.
+KVQ_HD inline void dequantize_one_element(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                                          float g, DType output, void* y, std::int64_t row, std::int64_t j) {
+  const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + j / s.block()] : 0;
+  const std::uint8_t code = code_at(s, codes + row * s.code_bytes_per_row(), j);
+  store_value(output, y, row * s.cols + j, dequantize_element(s.recipe, g, scale, code));
+}
+
 // GPU: device pointers, an opaque cudaStream_t; returns "" or the CUDA error / validation message.
 namespace device {
 bool available(std::string* why);

@@ -25,38 +25,16 @@ std::string validate(const QuantizeShape& s) {
 std::string quantize_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
                          std::uint8_t* scales) {
   if (auto e = validate(s); !e.empty()) return e;
-  const int n = s.block();
-  float values[kMaxBlock];
-  std::uint8_t block_codes[kMaxBlock];
-  for (std::int64_t row = 0; row < s.rows; ++row) {
-    for (std::int64_t b = 0; b < s.cols / n; ++b) {
-      for (int i = 0; i < n; ++i) values[i] = load_value(input, x, row * s.cols + b * n + i);
-      const std::uint8_t scale = quantize_block(s.recipe, g, values, n, block_codes);
-      if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
-      std::uint8_t* out = codes + row * s.code_bytes_per_row();
-      for (int i = 0; i < n; ++i) {
-        const std::int64_t j = b * n + i;
-        if (!s.packed()) {
-          out[j] = block_codes[i];
-        } else if (i % 2 == 1) {
-          out[j / 2] = pack_e2m1_pair(block_codes[i - 1], block_codes[i]);
-        }
-      }
-    }
-  }
+  for (std::int64_t row = 0; row < s.rows; ++row)
+    for (std::int64_t b = 0; b < s.cols / s.block(); ++b) quantize_one_block(s, input, x, g, codes, scales, row, b);
   return {};
 }
 
 std::string dequantize_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
                            DType output, void* y) {
   if (auto e = validate(s); !e.empty()) return e;
-  for (std::int64_t row = 0; row < s.rows; ++row) {
-    for (std::int64_t j = 0; j < s.cols; ++j) {
-      const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + j / s.block()] : 0;
-      const std::uint8_t code = code_at(s, codes + row * s.code_bytes_per_row(), j);
-      store_value(output, y, row * s.cols + j, dequantize_element(s.recipe, g, scale, code));
-    }
-  }
+  for (std::int64_t row = 0; row < s.rows; ++row)
+    for (std::int64_t j = 0; j < s.cols; ++j) dequantize_one_element(s, codes, scales, g, output, y, row, j);
   return {};
 }
 

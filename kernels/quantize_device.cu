@@ -10,27 +10,11 @@ namespace {
 
 __global__ void quantize_kernel(QuantizeShape s, DType input, const void* x, float g, std::uint8_t* codes,
                                 std::uint8_t* scales) {
-  const int n = s.block();
-  const std::int64_t blocks_per_row = s.cols / n;
+  const std::int64_t blocks_per_row = s.cols / s.block();
   const std::int64_t total = s.rows * blocks_per_row;
-  float values[kMaxBlock];
-  std::uint8_t block_codes[kMaxBlock];
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
-       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t row = k / blocks_per_row, b = k % blocks_per_row;
-    for (int i = 0; i < n; ++i) values[i] = load_value(input, x, row * s.cols + b * n + i);
-    const std::uint8_t scale = quantize_block(s.recipe, g, values, n, block_codes);
-    if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
-    std::uint8_t* out = codes + row * s.code_bytes_per_row();
-    for (int i = 0; i < n; ++i) {
-      const std::int64_t j = b * n + i;
-      if (!s.packed()) {
-        out[j] = block_codes[i];
-      } else if (i % 2 == 1) {
-        out[j / 2] = pack_e2m1_pair(block_codes[i - 1], block_codes[i]);
-      }
-    }
-  }
+       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    quantize_one_block(s, input, x, g, codes, scales, k / blocks_per_row, k % blocks_per_row);
 }
 
 __global__ void dequantize_kernel(QuantizeShape s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
@@ -38,10 +22,7 @@ __global__ void dequantize_kernel(QuantizeShape s, const std::uint8_t* codes, co
   const std::int64_t total = s.rows * s.cols;
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t row = k / s.cols, j = k % s.cols;
-    const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + j / s.block()] : 0;
-    const std::uint8_t code = code_at(s, codes + row * s.code_bytes_per_row(), j);
-    store_value(output, y, k, dequantize_element(s.recipe, g, scale, code));
+    dequantize_one_element(s, codes, scales, g, output, y, k / s.cols, k % s.cols);
   }
 }
 
