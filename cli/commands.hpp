@@ -10,6 +10,8 @@ namespace kvq::cli {
 
 using Args = std::vector<std::string>;
 
+int quant_command(const Args& args, std::ostream& out, std::ostream& err);
+int dequant_command(const Args& args, std::ostream& out, std::ostream& err);
 int recipes_command(const Args& args, std::ostream& out, std::ostream& err);
 int formats_command(const Args& args, std::ostream& out, std::ostream& err);
 int table_command(const Args& args, std::ostream& out, std::ostream& err);

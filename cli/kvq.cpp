@@ -10,6 +10,8 @@ constexpr const char* kUsage =
     "\n"
     "  kvq formats                          list formats and conventions\n"
     "  kvq recipes                          list scale recipes\n"
+    "  kvq quant RECIPE --in X.npy --out DIR   quantize (float32, or uint16 BF16/FP16 bits)\n"
+    "  kvq dequant RECIPE --in DIR --out Y.npy [--dtype fp32|bf16|fp16]\n"
     "  kvq table FORMAT                     every code: hex, bits, exact value\n"
     "  kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna]\n"
     "                                       FP32 inputs on stdin -> codes\n"
@@ -26,6 +28,8 @@ int main(int argc, char** argv) {
   const std::string command = argv[1];
   const kvq::cli::Args args(argv + 2, argv + argc);
   if (command == "formats") return kvq::cli::formats_command(args, std::cout, std::cerr);
+  if (command == "quant") return kvq::cli::quant_command(args, std::cout, std::cerr);
+  if (command == "dequant") return kvq::cli::dequant_command(args, std::cout, std::cerr);
   if (command == "recipes") return kvq::cli::recipes_command(args, std::cout, std::cerr);
   if (command == "table") return kvq::cli::table_command(args, std::cout, std::cerr);
   if (command == "encode") return kvq::cli::encode_command(args, std::cin, std::cout, std::cerr);

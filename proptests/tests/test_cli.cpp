@@ -92,3 +92,62 @@ TEST_CASE("cli: table lists every code") {
   std::ostringstream out2, err2;
   CHECK(kvq::cli::table_command({"fp32"}, out2, err2) == 2);
 }
+
+#include <cstring>
+#include <filesystem>
+
+#include "cli/npy.hpp"
+#include "formats/recipe_names.hpp"
+#include "kernels/quantize.hpp"
+
+TEST_CASE("cli: quant and dequant exchange .npy files and match the CPU twin") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "kvq-cli-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  kvq::cli::NpyArray x{"<f4", {2, 32}, std::vector<std::uint8_t>(2 * 32 * 4)};
+  std::vector<float> values(64);
+  for (int i = 0; i < 64; ++i) values[i] = static_cast<float>((i * 37) % 23 - 11) * 0.125f;
+  std::memcpy(x.bytes.data(), values.data(), x.bytes.size());
+  REQUIRE(kvq::cli::write_npy((dir / "x.npy").string(), x).empty());
+  kvq::cli::NpyArray back;
+  REQUIRE(kvq::cli::read_npy((dir / "x.npy").string(), &back).empty());
+  CHECK(back.descr == "<f4");
+  CHECK(back.shape == std::vector<std::int64_t>{2, 32});
+  CHECK(back.bytes == x.bytes);
+
+  std::ostringstream out, err;
+  REQUIRE(kvq::cli::quant_command({"nvfp4", "--in", (dir / "x.npy").string(), "--out", (dir / "q").string(),
+                                   "--device", "cpu"}, out, err) == 0);
+  REQUIRE(kvq::cli::dequant_command({"nvfp4", "--in", (dir / "q").string(), "--out", (dir / "y.npy").string(),
+                                     "--device", "cpu"}, out, err) == 0);
+  kvq::kernels::QuantizeShape s{kvq::recipe_from_name("nvfp4")->recipe, 2, 32};
+  const float g = kvq::tensor_scale(s.recipe, kvq::kernels::amax_cpu(kvq::kernels::DType::fp32, values.data(), 64));
+  std::vector<std::uint8_t> codes(s.code_bytes()), scales(s.scale_bytes());
+  std::vector<float> y(64);
+  REQUIRE(kvq::kernels::quantize_cpu(s, kvq::kernels::DType::fp32, values.data(), g, codes.data(), scales.data()).empty());
+  REQUIRE(kvq::kernels::dequantize_cpu(s, codes.data(), scales.data(), g, kvq::kernels::DType::fp32, y.data()).empty());
+  kvq::cli::NpyArray c, sc, yy;
+  REQUIRE(kvq::cli::read_npy((dir / "q" / "codes.npy").string(), &c).empty());
+  REQUIRE(kvq::cli::read_npy((dir / "q" / "scales.npy").string(), &sc).empty());
+  REQUIRE(kvq::cli::read_npy((dir / "y.npy").string(), &yy).empty());
+  CHECK(c.shape == std::vector<std::int64_t>{2, 16});
+  CHECK(c.bytes == codes);
+  CHECK(sc.bytes == scales);
+  CHECK(std::memcmp(yy.bytes.data(), y.data(), 64 * 4) == 0);
+
+  // Errors name what is wrong and exit 2, writing nothing.
+  kvq::cli::NpyArray bad{"<f4", {1, 24}, std::vector<std::uint8_t>(24 * 4)};
+  REQUIRE(kvq::cli::write_npy((dir / "bad.npy").string(), bad).empty());
+  std::ostringstream e1;
+  CHECK(kvq::cli::quant_command({"nvfp4", "--in", (dir / "bad.npy").string(), "--out", (dir / "z").string()}, out, e1) == 2);
+  CHECK(e1.str().find("cols (head_dim) = 24 is not a multiple of the block size 16") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir / "z"));
+  std::ostringstream e2;
+  CHECK(kvq::cli::quant_command({"nvfp5", "--in", (dir / "x.npy").string(), "--out", (dir / "z").string()}, out, e2) == 2);
+  CHECK(e2.str().find("unknown recipe 'nvfp5'") != std::string::npos);
+  std::ostringstream e3;
+  CHECK(kvq::cli::dequant_command({"mxfp4-floor", "--in", (dir / "q").string(), "--out", (dir / "z.npy").string()}, out, e3) == 2);
+  CHECK(e3.str().find("holds recipe 'nvfp4'") != std::string::npos);
+  fs::remove_all(dir);
+}
