@@ -12,6 +12,7 @@ using Args = std::vector<std::string>;
 
 int quant_command(const Args& args, std::ostream& out, std::ostream& err);
 int dequant_command(const Args& args, std::ostream& out, std::ostream& err);
+int bench_command(const Args& args, std::ostream& out, std::ostream& err);
 int recipes_command(const Args& args, std::ostream& out, std::ostream& err);
 int formats_command(const Args& args, std::ostream& out, std::ostream& err);
 int table_command(const Args& args, std::ostream& out, std::ostream& err);

@@ -12,6 +12,7 @@ constexpr const char* kUsage =
     "  kvq recipes                          list scale recipes\n"
     "  kvq quant RECIPE --in X.npy --out DIR   quantize (float32, or uint16 BF16/FP16 bits)\n"
     "  kvq dequant RECIPE --in DIR --out Y.npy [--dtype fp32|bf16|fp16]\n"
+    "  kvq bench [--recipes a,b] [--mib N]  kernel GB/s against D2D copy bandwidth (GPU)\n"
     "  kvq table FORMAT                     every code: hex, bits, exact value\n"
     "  kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna]\n"
     "                                       FP32 inputs on stdin -> codes\n"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   if (command == "formats") return kvq::cli::formats_command(args, std::cout, std::cerr);
   if (command == "quant") return kvq::cli::quant_command(args, std::cout, std::cerr);
   if (command == "dequant") return kvq::cli::dequant_command(args, std::cout, std::cerr);
+  if (command == "bench") return kvq::cli::bench_command(args, std::cout, std::cerr);
   if (command == "recipes") return kvq::cli::recipes_command(args, std::cout, std::cerr);
   if (command == "table") return kvq::cli::table_command(args, std::cout, std::cerr);
   if (command == "encode") return kvq::cli::encode_command(args, std::cin, std::cout, std::cerr);

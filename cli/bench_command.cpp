@@ -1,0 +1,93 @@
+// kvq bench: kernel throughput as a fraction of device-to-device copy bandwidth, both
+// measured in the same run (CUDA events, median). A benchmark, not a test.
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "formats/recipe_names.hpp"
+#include "kernels/benchmark.hpp"
+
+namespace kvq::cli {
+
+int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
+  std::string recipes, dtype = "bf16", csv;
+  long mib = 256, cols = 128, repeats = 20;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const bool value = i + 1 < args.size();
+    if (args[i] == "--recipes" && value) {
+      recipes = args[++i];
+    } else if (args[i] == "--dtype" && value) {
+      dtype = args[++i];
+    } else if (args[i] == "--mib" && value) {
+      mib = std::atol(args[++i].c_str());
+    } else if (args[i] == "--cols" && value) {
+      cols = std::atol(args[++i].c_str());
+    } else if (args[i] == "--repeats" && value) {
+      repeats = std::atol(args[++i].c_str());
+    } else if (args[i] == "--csv" && value) {
+      csv = args[++i];
+    } else {
+      err << "kvq bench: unexpected argument '" << args[i] << "'\nusage: kvq bench [--recipes a,b] [--dtype bf16|fp16|fp32]"
+          << " [--mib N] [--cols N] [--repeats N] [--csv FILE]\n";
+      return 2;
+    }
+  }
+  const kernels::DType t = dtype == "fp32" ? kernels::DType::fp32 : (dtype == "fp16" ? kernels::DType::fp16 : kernels::DType::bf16);
+  if (dtype != "bf16" && dtype != "fp16" && dtype != "fp32") {
+    err << "kvq bench: --dtype is bf16, fp16 or fp32, got '" << dtype << "'\n";
+    return 2;
+  }
+  if (mib <= 0 || cols <= 0 || cols % 64 != 0 || repeats <= 0) {
+    err << "kvq bench: --mib, --repeats must be > 0 and --cols a multiple of 64\n";
+    return 2;
+  }
+  std::vector<kernels::BenchCase> cases;
+  for (const auto& r : kRecipes) {
+    if (!recipes.empty() && ("," + recipes + ",").find("," + std::string(r.name) + ",") == std::string::npos) continue;
+    cases.push_back({std::string(r.name), r.recipe});
+  }
+  if (cases.empty()) {
+    err << "kvq bench: no recipe matches --recipes " << recipes << "\n";
+    return 2;
+  }
+  const std::int64_t count = static_cast<std::int64_t>(mib) * 1024 * 1024 / kernels::bytes_of(t);
+  const std::int64_t rows = count / cols;
+  std::vector<kernels::BenchRow> rows_out;
+  std::string device;
+  err << "kvq bench: " << rows << "x" << cols << " " << dtype << " (" << mib << " MiB input), median of " << repeats
+      << " runs each\n";
+  const std::string e = kernels::run_benchmarks(cases, t, rows, cols, static_cast<int>(repeats), &rows_out, &device);
+  if (!e.empty()) {
+    err << "kvq bench: " << e << "\n";
+    return 2;
+  }
+  std::ostringstream table;
+  table << "device: " << device << "\n" << std::left << std::setw(11) << "kernel" << std::setw(24) << "recipe" << std::setw(6)
+        << "dtype" << std::right << std::setw(10) << "MB moved" << std::setw(10) << "ms" << std::setw(10) << "GB/s"
+        << std::setw(12) << "copy GB/s" << std::setw(10) << "of copy" << "\n";
+  for (const auto& r : rows_out) {
+    table << std::left << std::setw(11) << r.kernel << std::setw(24) << r.recipe << std::setw(6) << r.dtype << std::right
+          << std::fixed << std::setprecision(1) << std::setw(10) << r.bytes / 1e6 << std::setprecision(3) << std::setw(10)
+          << r.median_ms << std::setprecision(0) << std::setw(10) << r.gbps << std::setw(12) << r.copy_gbps
+          << std::setprecision(1) << std::setw(9) << 100.0 * r.gbps / r.copy_gbps << "%\n";
+  }
+  out << table.str();
+  if (!csv.empty()) {
+    std::ofstream f(csv);
+    f << "device,kernel,recipe,dtype,bytes,median_ms,gbps,copy_gbps,fraction_of_copy\n";
+    for (const auto& r : rows_out)
+      f << '"' << device << "\"," << r.kernel << "," << r.recipe << "," << r.dtype << "," << r.bytes << "," << r.median_ms
+        << "," << r.gbps << "," << r.copy_gbps << "," << r.gbps / r.copy_gbps << "\n";
+    if (!f) {
+      err << "kvq bench: cannot write " << csv << "\n";
+      return 2;
+    }
+  }
+  return 0;
+}
+
+}  // namespace kvq::cli

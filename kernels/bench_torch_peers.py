@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Time what a Hopper user would otherwise run, next to `kvq bench`: PyTorch's FP8 cast
+x.to(torch.float8_e4m3fn) and an eager-PyTorch NVFP4 quantizer (reference recipe, codes
+packed two per byte). CUDA events, 3 warm-ups, median of --repeats; the device-to-device
+copy of the same bytes is timed in the same run. Prints rows like kvq bench; --csv writes them."""
+import argparse
+import sys
+
+import torch
+
+
+def median_ms(fn, repeats):
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for i in range(3 + repeats):
+        start.record()
+        fn()
+        stop.record()
+        torch.cuda.synchronize()
+        if i >= 3:
+            times.append(start.elapsed_time(stop))
+    times.sort()
+    return times[len(times) // 2]
+
+
+E2M1_THRESHOLDS = None
+
+
+def nvfp4_eager(x):
+    """Reference NVFP4: g = amax/2688, sf = e4m3(bmax/6/g), q = e2m1(x/(sf*g)); codes packed."""
+    global E2M1_THRESHOLDS
+    xf = x.float().reshape(-1, 16)
+    g = xf.abs().amax() / 2688.0
+    sf = ((xf.abs().amax(dim=1, keepdim=True) / 6.0) / g).to(torch.float8_e4m3fn)
+    y = xf / (sf.float() * g)
+    if E2M1_THRESHOLDS is None:
+        E2M1_THRESHOLDS = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0], device=x.device)
+    a = y.abs().clamp(max=6.0)
+    # round half to even on the E2M1 grid: a tie goes to the even code
+    code = torch.bucketize(a, E2M1_THRESHOLDS, right=False)  # ties go down here ...
+    tie = (a.unsqueeze(-1) == E2M1_THRESHOLDS).any(-1) & (code % 2 == 1)  # ... and up to even codes
+    code = (code + tie.to(code.dtype)) | ((y < 0).to(code.dtype) << 3)
+    code = code.to(torch.uint8).reshape(-1, 2)
+    return (code[:, 0] | (code[:, 1] << 4)), sf
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--mib", type=int, default=256)
+    ap.add_argument("--cols", type=int, default=128)
+    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--csv")
+    args = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("SKIPPED: no CUDA device", file=sys.stderr)
+        return 77
+    count = args.mib * 1024 * 1024 // 2
+    x = (torch.randn(count // args.cols, args.cols, device="cuda") *
+         torch.rand(count // args.cols, 1, device="cuda") * 4).to(torch.bfloat16)
+    copy = torch.empty_like(x)
+    rows = []
+
+    def add(kernel, recipe, moved, fn):
+        ms = median_ms(fn, args.repeats)
+        half = min(int(moved // 2), x.numel() * 2)
+        flat_x, flat_c = x.view(torch.uint8).reshape(-1), copy.view(torch.uint8).reshape(-1)
+        cms = median_ms(lambda: flat_c[:half].copy_(flat_x[:half]), args.repeats)
+        rows.append((kernel, recipe, moved, ms, moved / (ms * 1e6), 2 * half / (cms * 1e6)))
+
+    add("torch-fp8-cast", "fp8-e4m3 (x.to)", x.numel() * 3, lambda: x.to(torch.float8_e4m3fn))
+    add("torch-eager", "nvfp4", x.numel() * 2 + x.numel() // 2 + x.numel() // 16, lambda: nvfp4_eager(x))
+    print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
+    print(f"{'kernel':16s}{'recipe':18s}{'MB moved':>10s}{'ms':>10s}{'GB/s':>10s}{'copy GB/s':>12s}{'of copy':>10s}")
+    for k, r, b, ms, gbps, copy_gbps in rows:
+        print(f"{k:16s}{r:18s}{b / 1e6:10.1f}{ms:10.3f}{gbps:10.0f}{copy_gbps:12.0f}{100 * gbps / copy_gbps:9.1f}%")
+    if args.csv:
+        with open(args.csv, "w") as fh:
+            fh.write("device,kernel,recipe,bytes,median_ms,gbps,copy_gbps,fraction_of_copy\n")
+            for k, r, b, ms, gbps, copy_gbps in rows:
+                fh.write(f"\"{torch.cuda.get_device_name()}\",{k},{r},{b},{ms},{gbps},{copy_gbps},{gbps / copy_gbps}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

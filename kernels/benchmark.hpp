@@ -1,0 +1,34 @@
+// Kernel timing on the GPU (METHOD.md): CUDA events around each launch after warm-up,
+// the median of many runs, inputs far larger than L2, and a device-to-device copy of the
+// same bytes timed in the same run as the yardstick.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/recipes.hpp"
+#include "kernels/quantize.hpp"
+
+namespace kvq::kernels {
+
+struct BenchRow {
+  std::string kernel;  // quantize, dequantize, amax, copy
+  std::string recipe;
+  std::string dtype;
+  double bytes = 0;       // bytes read + bytes written
+  double median_ms = 0;
+  double gbps = 0;        // bytes / median time
+  double copy_gbps = 0;   // the D2D copy of the same bytes in this run (read + write)
+};
+
+struct BenchCase {
+  std::string recipe_name;
+  Recipe recipe;
+};
+
+// Runs every case on a [rows, cols] tensor of `dtype`; "" or an error.
+std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int64_t rows, std::int64_t cols,
+                           int repeats, std::vector<BenchRow>* rows_out, std::string* device_name);
+
+}  // namespace kvq::kernels

@@ -1,0 +1,11 @@
+// Built without CUDA: there is nothing to time.
+#include "kernels/benchmark.hpp"
+
+namespace kvq::kernels {
+
+std::string run_benchmarks(const std::vector<BenchCase>&, DType, std::int64_t, std::int64_t, int,
+                           std::vector<BenchRow>*, std::string*) {
+  return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
+}
+
+}  // namespace kvq::kernels
