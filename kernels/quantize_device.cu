@@ -8,8 +8,12 @@
 namespace kvq::kernels {
 namespace {
 
+// Instantiated per (element, scale kind) so the format descriptors fold into constants.
+template <FormatId kElement, BlockScale kScale>
 __global__ void quantize_kernel(QuantizeShape s, DType input, const void* x, float g, std::uint8_t* codes,
                                 std::uint8_t* scales) {
+  s.recipe.element = kElement;
+  s.recipe.scale = kScale;
   const std::int64_t blocks_per_row = s.cols / s.block();
   const std::int64_t total = s.rows * blocks_per_row;
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
@@ -17,8 +21,11 @@ __global__ void quantize_kernel(QuantizeShape s, DType input, const void* x, flo
     quantize_one_block(s, input, x, g, codes, scales, k / blocks_per_row, k % blocks_per_row);
 }
 
+template <FormatId kElement, BlockScale kScale>
 __global__ void dequantize_kernel(QuantizeShape s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
                                   DType output, void* y) {
+  s.recipe.element = kElement;
+  s.recipe.scale = kScale;
   const std::int64_t total = s.rows * s.cols;
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -39,6 +46,24 @@ __global__ void amax_kernel(DType input, const void* x, std::int64_t count, unsi
   }
   // Non-negative floats order like their bit patterns (inf included).
   if ((threadIdx.x & 31) == 0) atomicMax(result, __float_as_uint(m));
+}
+
+// Calls launch.template operator()<element, scale>() for the shape's recipe.
+template <typename Launch>
+cudaError_t dispatch(const QuantizeShape& s, Launch&& launch) {
+  const bool e2m1 = s.recipe.element == FormatId::e2m1;
+  switch (s.recipe.scale) {
+    case BlockScale::e4m3_two_level:
+      return e2m1 ? launch.template operator()<FormatId::e2m1, BlockScale::e4m3_two_level>()
+                  : launch.template operator()<FormatId::e4m3fn, BlockScale::e4m3_two_level>();
+    case BlockScale::e8m0_pow2:
+      return e2m1 ? launch.template operator()<FormatId::e2m1, BlockScale::e8m0_pow2>()
+                  : launch.template operator()<FormatId::e4m3fn, BlockScale::e8m0_pow2>();
+    case BlockScale::tensor_only:
+      return e2m1 ? launch.template operator()<FormatId::e2m1, BlockScale::tensor_only>()
+                  : launch.template operator()<FormatId::e4m3fn, BlockScale::tensor_only>();
+  }
+  return cudaErrorInvalidValue;
 }
 
 int grid_for(std::int64_t work, int threads) {
@@ -71,8 +96,12 @@ std::string quantize(const QuantizeShape& s, DType input, const void* x, float g
   if (auto e = validate(s); !e.empty()) return e;
   const std::int64_t work = s.rows * (s.cols / s.block());
   if (work == 0) return {};
-  quantize_kernel<<<grid_for(work, 128), 128, 0, static_cast<cudaStream_t>(stream)>>>(s, input, x, g, codes, scales);
-  return status(cudaGetLastError());
+  if (s.recipe.element != FormatId::e2m1 && s.recipe.element != FormatId::e4m3fn) return "element must be e2m1 or e4m3fn";
+  const int grid = grid_for(work, 128);
+  return status(dispatch(s, [&]<FormatId E, BlockScale S>() {
+    quantize_kernel<E, S><<<grid, 128, 0, static_cast<cudaStream_t>(stream)>>>(s, input, x, g, codes, scales);
+    return cudaGetLastError();
+  }));
 }
 
 std::string dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
@@ -80,8 +109,12 @@ std::string dequantize(const QuantizeShape& s, const std::uint8_t* codes, const 
   if (auto e = validate(s); !e.empty()) return e;
   const std::int64_t work = s.rows * s.cols;
   if (work == 0) return {};
-  dequantize_kernel<<<grid_for(work, 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, output, y);
-  return status(cudaGetLastError());
+  if (s.recipe.element != FormatId::e2m1 && s.recipe.element != FormatId::e4m3fn) return "element must be e2m1 or e4m3fn";
+  const int grid = grid_for(work, 256);
+  return status(dispatch(s, [&]<FormatId E, BlockScale S>() {
+    dequantize_kernel<E, S><<<grid, 256, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, output, y);
+    return cudaGetLastError();
+  }));
 }
 
 std::string amax(DType input, const void* x, std::int64_t count, float* result, void* stream) {

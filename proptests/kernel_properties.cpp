@@ -201,6 +201,25 @@ void register_kernel_properties() {
       });
     }
   }
+  // The kernels' input loads (fast paths) against the oracle, every BF16 and FP16 pattern.
+  add_property("kernels", "input-loads-exact-for-every-bf16-and-fp16", Device::cpu, [](const RunContext& ctx) {
+    Tally tally;
+    for (const DType t : {DType::bf16, DType::fp16}) {
+      const Format f = t == DType::bf16 ? kBF16 : kFP16;
+      for (std::uint32_t b = 0; b < (1u << 16); ++b) {
+        const std::uint16_t bits[2] = {static_cast<std::uint16_t>(b), 0};  // 4 bytes: load_value's FP32 branch reads 4
+        const oracle::Real want = oracle::real_of(f, bits[0]);
+        const oracle::Real got = oracle::real_of_float(kernels::load_value(t, bits, 0));
+        const bool ok = want.kind == got.kind && want.negative == got.negative && want.magnitude == got.magnitude;
+        if (ok) {
+          tally.pass();
+        } else {
+          tally.fail(std::string(kernels::name_of(t)) + " " + hex_code(f, bits[0]));
+        }
+      }
+    }
+    return tally.outcome(ctx);
+  });
   // Bad shapes are errors that name the argument, from the twin and the launchers alike.
   add_property("kernels", "validation-errors-name-the-argument", Device::cpu, [](const RunContext& ctx) {
     Tally tally;
