@@ -195,7 +195,7 @@ int table_command(const Args& args, std::ostream& out, std::ostream& err) {
   if (!id) return 2;
   const Format f = format_of(*id);
   if (f.bits() > 16) {
-    err << "kvq table: " << args[0] << " has " << f.code_count() << " codes; tables are for formats of at most 16 bits\n";
+    err << "kvq table: " << args[0] << " has 2^" << f.bits() << " codes; tables are for formats of at most 16 bits\n";
     return 2;
   }
   out << "code\tbits\tvalue\n";

@@ -64,7 +64,9 @@ struct Format {
   KVQ_HD constexpr bool is_inf(std::uint64_t code) const {
     return has_inf() && (code & magnitude_mask()) == inf_code();
   }
-  KVQ_HD constexpr std::uint64_t code_count() const { return std::uint64_t{1} << bits(); }
+  KVQ_HD constexpr std::uint64_t code_count() const {  // formats of at most 32 bits (FP64: 2^64 does not fit)
+    return bits() < 64 ? std::uint64_t{1} << bits() : 0;
+  }
 
   friend constexpr auto operator<=>(const Format&, const Format&) = default;  // a map key for per-format caches
 };

@@ -18,7 +18,7 @@ struct NamedRecipe {
 namespace recipe_names_detail {
 constexpr Recipe nvfp4{};
 constexpr Recipe nvfp4_torchao{FormatId::e2m1, 16, BlockScale::e4m3_two_level, Pow2Rule::floor, 448.0f * 6.0f,
-                               Apply::multiply_reciprocal, ZeroGuard::block_max, true};
+                               Apply::multiply_reciprocal, ZeroGuard::rounded_scale, true};  // zero blocks: 0x08
 constexpr Recipe mx(FormatId element, Pow2Rule rule, int block = 32) {
   return Recipe{element, block, BlockScale::e8m0_pow2, rule, 1.0f};
 }

@@ -39,7 +39,8 @@ enum class Apply : std::uint8_t {
 };
 
 enum class ZeroGuard : std::uint8_t {
-  block_and_scale,  // bmax == 0 (scale stored as 0) or the rounded scale == 0: zero codes (kvq reference)
+  block_and_scale,  // bmax == 0 (scale stored as 0), or the effective scale sf * g == 0 (sf rounded
+                    // to 0, or g underflowed FP32): zero codes (kvq reference)
   block_max,        // bmax == 0 only (FlashInfer): a scale that rounds to 0 divides by zero
   rounded_scale,    // the rounded scale == 0 only (vLLM); an all-zero tensor stores the NaN scale 0/0
 };
@@ -147,9 +148,10 @@ KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float*
       const bool zero_block = r.zero_guard != ZeroGuard::rounded_scale && bmax == 0.0f;
       const auto sf8 = zero_block ? std::uint8_t{0} : static_cast<std::uint8_t>(encode_float(kE4M3FN, scale_conversion(), s));
       const float sf = decode_float(kE4M3FN, sf8);
-      const bool zero = zero_block || (r.zero_guard != ZeroGuard::block_max && sf == 0.0f);
       const float reciprocal = (1.0f / g) / sf;  // torchao's encode factor
       const float denominator = sf * g;
+      const bool zero = zero_block || (r.zero_guard == ZeroGuard::rounded_scale && sf == 0.0f) ||
+                        (r.zero_guard == ZeroGuard::block_and_scale && denominator == 0.0f);
       for (int i = 0; i < n; ++i) {
         const float v = zero ? 0.0f : (r.apply == Apply::divide ? x[i] / denominator : x[i] * reciprocal);
         codes[i] = static_cast<std::uint8_t>(encode_float(ef, ec, zero ? x[i] * 0.0f : v));

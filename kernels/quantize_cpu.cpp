@@ -10,7 +10,9 @@ int bytes_of(DType d) { return d == DType::fp32 ? 4 : 2; }
 std::string validate(const QuantizeShape& s) {
   std::ostringstream os;
   const int block = s.block();
-  if (s.rows < 0) {
+  if (s.recipe.element != FormatId::e2m1 && s.recipe.element != FormatId::e4m3fn) {
+    os << "recipe element must be e2m1 or e4m3fn, got " << static_cast<int>(s.recipe.element);
+  } else if (s.rows < 0) {
     os << "rows must be >= 0, got " << s.rows;
   } else if (s.cols <= 0) {
     os << "cols (head_dim) must be > 0, got " << s.cols;

@@ -152,9 +152,10 @@ QuantizedBlock recipe_quantize_block(const Recipe& r, float g_value, const std::
       const bool zero_block = r.zero_guard != ZeroGuard::rounded_scale && bmax.kind == ValueKind::zero;
       out.scale = zero_block ? 0 : static_cast<std::uint8_t>(round_to_format(sf_format, scale_conversion(), s));
       const Real sf = real_of(sf_format, out.scale);
-      const bool zero = zero_block || (r.zero_guard != ZeroGuard::block_max && sf.kind == ValueKind::zero);
       const Real reciprocal = fp32_divide(fp32_divide(of(1.0f), g), sf);
       const Real denominator = fp32_multiply(sf, g);
+      const bool zero = zero_block || (r.zero_guard == ZeroGuard::rounded_scale && sf.kind == ValueKind::zero) ||
+                        (r.zero_guard == ZeroGuard::block_and_scale && denominator.kind == ValueKind::zero);
       for (std::size_t i = 0; i < x.size(); ++i) {
         const Real v = zero ? fp32_multiply(x[i], of(0.0f))
                             : (r.apply == Apply::divide ? fp32_divide(x[i], denominator)

@@ -68,7 +68,7 @@ void register_oracle_agreement() {
     add_property("formats", base + "/codec-vs-oracle-from-fp64", Device::cpu, [k](const RunContext& ctx) {
       const Format f = k.target();
       const Conversion c = k.conversion();
-      const auto inputs = gen_fp64(f.bits() <= 16 ? f : kBF16);
+      const auto inputs = gen_fp64_for(f);
       return check_random(ctx, [&] {
         const Fp64 x = *inputs;
         const std::uint32_t rbits = k.rounding == Rounding::stochastic ? *rc::gen::arbitrary<std::uint32_t>() : 0;
@@ -115,7 +115,7 @@ void register_policy_grid() {
                    const Format f = format_of(id);
                    const bool wide = f.bits() > 16;  // FP32 target: FP64 inputs
                    const auto narrow_inputs = gen_fp32(wide ? kBF16 : f);
-                   const auto wide_inputs = gen_fp64(kBF16);
+                   const auto wide_inputs = gen_fp64_for(f);
                    const auto policies = gen_conversion();
                    return check_random(ctx, [&] {
                      const Conversion c = *policies;

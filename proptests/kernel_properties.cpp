@@ -61,7 +61,7 @@ rc::Gen<Problem> gen_problem(Recipe r, DType t, int max_rows) {
     Problem p;
     p.shape.recipe = r;
     p.input = t;
-    p.shape.rows = *rc::gen::inRange(0, max_rows + 1);
+    p.shape.rows = *rc::gen::inRange(1, max_rows + 1);
     p.shape.cols = static_cast<std::int64_t>(*rc::gen::inRange(1, 9)) * p.shape.block();
     p.x = make_input(t, p.shape.rows * p.shape.cols, *rc::gen::arbitrary<std::uint32_t>());
     return p;
@@ -201,6 +201,33 @@ void register_kernel_properties() {
       });
     }
   }
+  for (const NamedRecipe& named : kRecipes) {
+    for (const DType t : kDTypes) {
+      const Recipe r = named.recipe;
+      add_property("gpu", "kernels/" + std::string(named.name) + "/" + kernels::name_of(t) + "/device-vs-cpu-twin-large",
+                   Device::cuda, [r, t](const RunContext& ctx) {
+                     std::string why;
+                     if (!kernels::device::available(&why)) return skipped(why);
+                     Problem p;  // 80,000 rows x 8 blocks: more blocks and elements than one grid covers
+                     p.shape = QuantizeShape{r, 80000, 0};
+                     p.shape.cols = 8 * p.shape.block();
+                     p.input = t;
+                     p.x = make_input(t, p.shape.rows * p.shape.cols, ctx.seed);
+                     const Outputs want = run_cpu(p, t, 0x00);
+                     Outputs got;
+                     float amax = 0;
+                     Tally tally;
+                     const std::string e = run_gpu(p, t, 0xFF, &got, &amax);
+                     if (!e.empty()) throw std::runtime_error(e);
+                     const bool same = used(got.codes, p.shape.code_bytes()) == used(want.codes, p.shape.code_bytes()) &&
+                                       used(got.scales, p.shape.scale_bytes()) == used(want.scales, p.shape.scale_bytes()) &&
+                                       used(got.y, want.y.size() - kGuard) == used(want.y, want.y.size() - kGuard) &&
+                                       guards_intact(got, p.shape, t, 0xFF).empty();
+                     if (same) tally.pass(); else tally.fail("80000-row tensor differs from the CPU twin");
+                     return tally.outcome(ctx);
+                   });
+    }
+  }
   // The kernels' input loads (fast paths) against the oracle, every BF16 and FP16 pattern.
   add_property("kernels", "input-loads-exact-for-every-bf16-and-fp16", Device::cpu, [](const RunContext& ctx) {
     Tally tally;
@@ -243,6 +270,14 @@ void register_kernel_properties() {
     expect(s, "block");
     s.recipe.block = 16;
     if (kernels::validate(s).empty()) tally.pass(); else tally.fail("valid shape rejected: " + kernels::validate(s));
+    s.recipe.element = FormatId::e5m2;
+    expect(s, "element");
+    // An empty tensor is valid and writes nothing.
+    QuantizeShape empty{recipe_from_name("nvfp4")->recipe, 0, 32};
+    std::uint8_t codes[4] = {0xA5, 0xA5, 0xA5, 0xA5}, scales[4] = {0xA5, 0xA5, 0xA5, 0xA5};
+    const float none[1] = {1.0f};
+    const std::string e = kernels::quantize_cpu(empty, DType::fp32, none, 1.0f, codes, scales);
+    if (e.empty() && codes[0] == 0xA5 && scales[0] == 0xA5) tally.pass(); else tally.fail("empty tensor: '" + e + "' or a write");
     return tally.outcome(ctx);
   });
 }

@@ -45,6 +45,7 @@ rc::Gen<std::vector<float>> gen_block(int n, bool specials) {
   };
   const rc::Gen<V> ordinary = rc::gen::weightedOneOf<V>({
       {6, scaled(-20, 21)},
+      {1, scaled(-70, -30)},  // below block-FP4's 1e-10 floor and near E8M0's 2^-127
       {1, rc::gen::just(V(n, 0.0f))},
       {1, rc::gen::map(rc::gen::container<V>(n, rc::gen::element(0.0f, -0.0f)), [](V v) { return v; })},
       {1, rc::gen::exec([=] {  // one huge value among small ones
@@ -158,9 +159,10 @@ void register_recipe_properties() {
         const std::uint8_t sign = static_cast<std::uint8_t>(format_of(r.element).sign_bit());
         return check_random(ctx, [&] {
           const Tensor t = *tensors;
-          // A tensor scale that underflows FP32 divides by zero: NaN codes, which have one sign only.
-          const float amax = amax_of(t.values);
-          RC_PRE(amax == 0.0f || std::fpclassify(tensor_scale(r, amax)) == FP_NORMAL);
+          // Where a tensor scale is used, keep g in [2^-100, 2^100]: near FP32's ends g, 1/g or
+          // (1/g)/sf under- or overflows, 0 * inf = NaN somewhere, and a NaN code has one sign only.
+          const float g = tensor_scale(r, amax_of(t.values));
+          RC_PRE(r.scale == BlockScale::e8m0_pow2 || (g >= 0x1p-100f && g <= 0x1p100f));
           const Quantized q = quantize_model(r, t.values);
           std::vector<float> flipped = t.values, reversed = t.values;
           for (float& v : flipped) v = -v;
@@ -194,6 +196,13 @@ void register_recipe_properties() {
           }
           const float amax = amax_of(t.values);
           RC_PRE(amax > 0x1p-80f);
+          if (r.pow2 == Pow2Rule::ceil_ratio && pow2) {  // max(bmax/6, 1e-10) pins e below the floor
+            const int n = block_of(r);
+            for (std::size_t b = 0; b < t.values.size(); b += n) {
+              const float bmax = amax_of({t.values.begin() + b, t.values.begin() + b + n});
+              RC_PRE(bmax == 0.0f || (bmax / 6.0f > 1e-10f && std::ldexp(bmax, k) / 6.0f > 1e-10f));
+            }
+          }
           const Quantized q = quantize_model(r, t.values), qs = quantize_model(r, scaled);
           RC_ASSERT(qs.codes == q.codes);
           for (std::size_t b = 0; b < q.scales.size(); ++b) {

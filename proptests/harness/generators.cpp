@@ -135,6 +135,19 @@ rc::Gen<Fp64> gen_fp64(Format target) {
   });
 }
 
+rc::Gen<Fp64> gen_fp64_for(Format target) {
+  if (target.bits() <= 16) return gen_fp64(target);
+  const auto ties = rc::gen::exec([] {
+    const std::uint32_t b = *rc::gen::inRange<std::uint32_t>(0, 0x7f7fffffu);  // finite, below max
+    const double lo = static_cast<double>(float_from_bits(b)), hi = static_cast<double>(float_from_bits(b + 1));
+    const std::uint64_t mid = bits_of((lo + hi) / 2);  // exact in FP64
+    const std::int64_t d = *rc::gen::element<std::int64_t>(0, 1, -1, 1 << 20, -(1 << 20));
+    const std::uint64_t sign = *rc::gen::arbitrary<bool>() ? std::uint64_t{1} << 63 : 0;
+    return Fp64{(mid + static_cast<std::uint64_t>(d)) | sign};
+  });
+  return rc::gen::weightedOneOf<Fp64>({{1, gen_fp64(kBF16)}, {1, ties}});
+}
+
 std::string classify(Format target, Fp32 x) {
   const Unpacked u = unpack(kFP32, x.bits);
   if (u.kind == ValueKind::nan) return "nan";

@@ -37,6 +37,9 @@ std::vector<std::uint32_t> fp32_specials();
 
 rc::Gen<Fp32> gen_fp32(Format target);
 rc::Gen<Fp64> gen_fp64(Format target);
+// FP64 inputs for a target of any width: for FP32 (too wide to enumerate) adds FP64 values at
+// and around FP32 midpoints (+- 1 and +- 2^20 FP64 ulps), both signs.
+rc::Gen<Fp64> gen_fp64_for(Format target);
 
 // What an input is, for RC_CLASSIFY-style coverage reports.
 std::string classify(Format target, Fp32 x);
