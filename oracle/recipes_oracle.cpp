@@ -28,7 +28,6 @@ Real finite_real(const Exact& signed_value) {
   r.kind = signed_value == 0 ? ValueKind::zero : ValueKind::finite;
   return r;
 }
-Exact signed_value(const Real& x) { return x.negative ? Exact(-x.magnitude) : x.magnitude; }
 
 constexpr Conversion kFp32Rne{Rounding::nearest_even, Overflow::ieee, NanRule::payload_keep_sign};
 
