@@ -5,7 +5,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <map>
 #include <sstream>
 
 #include "cli/commands.hpp"
@@ -24,7 +23,7 @@ struct Options {
   int block = 0;
 };
 
-std::string parse_options(const Args& args, const char* command, Options* o) {
+std::string parse_options(const Args& args, Options* o) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool value = i + 1 < args.size();
@@ -48,7 +47,6 @@ std::string parse_options(const Args& args, const char* command, Options* o) {
   if (o->recipe.empty() || o->in.empty() || o->out.empty()) return std::string("needs RECIPE --in and --out");
   if (o->device != "auto" && o->device != "cpu" && o->device != "cuda")
     return "--device is auto, cpu or cuda, got '" + o->device + "'";
-  (void)command;
   return {};
 }
 
@@ -92,7 +90,7 @@ std::string meta_value(const std::string& json, const std::string& key) {
 
 int quant_command(const Args& args, std::ostream& out, std::ostream& err) {
   Options o;
-  if (auto e = parse_options(args, "quant", &o); !e.empty()) {
+  if (auto e = parse_options(args, &o); !e.empty()) {
     err << "kvq quant: " << e << "\nusage: kvq quant RECIPE --in X.npy --out DIR [--dtype bf16|fp16] [--block N]"
         << " [--device auto|cpu|cuda]\n";
     return 2;
@@ -190,7 +188,7 @@ int quant_command(const Args& args, std::ostream& out, std::ostream& err) {
 
 int dequant_command(const Args& args, std::ostream& out, std::ostream& err) {
   Options o;
-  if (auto e = parse_options(args, "dequant", &o); !e.empty()) {
+  if (auto e = parse_options(args, &o); !e.empty()) {
     err << "kvq dequant: " << e << "\nusage: kvq dequant RECIPE --in DIR --out Y.npy [--dtype fp32|bf16|fp16]"
         << " [--device auto|cpu|cuda]\n";
     return 2;
