@@ -8,8 +8,8 @@
 
 namespace kvq {
 
-enum class FormatId : std::uint8_t { e2m1, e4m3fn, e5m2, e8m0fnu, bf16, fp16, fp32, fp64 };
-inline constexpr int kFormatCount = 8;
+enum class FormatId : std::uint8_t { e2m1, e4m3fn, e5m2, e8m0fnu, bf16, fp16, fp32, fp64, int4, int8 };
+inline constexpr int kFormatCount = 10;
 
 KVQ_HD constexpr Format format_of(FormatId id) {
   switch (id) {
@@ -21,6 +21,8 @@ KVQ_HD constexpr Format format_of(FormatId id) {
     case FormatId::fp16: return kFP16;
     case FormatId::fp32: return kFP32;
     case FormatId::fp64: return kFP64;
+    case FormatId::int4: return kINT4;
+    case FormatId::int8: return kINT8;
   }
   return kFP32;
 }

@@ -80,6 +80,11 @@ inline constexpr Format kBF16{           8,  7,  127, Specials::ieee,         tr
 inline constexpr Format kFP16{           5, 10,   15, Specials::ieee,         true,  true};
 inline constexpr Format kFP32{           8, 23,  127, Specials::ieee,         true,  true};
 inline constexpr Format kFP64{          11, 52, 1023, Specials::ieee,         true,  true};
+// INT elements of the MX/NV INT recipes as the float formats with exactly their values: INTb with
+// value k * 2^-(b-2), |k| <= 2^(b-1) - 1, is E1M(b-2) bias 1 (field 0 holds k < 2^(b-2), field 1 the
+// rest). Codes are sign-magnitude (two's complement: packing.hpp); RNE on this grid is ties-to-even k.
+inline constexpr Format kINT4{           1,  2,    1, Specials::none,         true,  true};   // k/4, |k| <= 7
+inline constexpr Format kINT8{           1,  6,    1, Specials::none,         true,  true};   // k/64, |k| <= 127 (OCP MXINT8)
 
 // The exact value of a finite code, by the textbook formula (constexpr, so the
 // limits below are pinned at compile time). NaN and inf are not finite codes.
@@ -113,6 +118,8 @@ static_assert(min_normal(kE8M0FNU) == 0x1p-127 && kE8M0FNU.is_nan(0xFF));
 static_assert(max_finite(kBF16) == 0x1.FEp127 && max_finite(kFP16) == 65504.0);
 static_assert(min_subnormal(kFP32) == 0x1p-149 && max_finite(kFP32) == 0x1.FFFFFEp127);
 static_assert(kE4M3FN.is_nan(0x7F) && kE4M3FN.is_nan(0xFF) && !kE4M3FN.is_nan(0x7E));
+static_assert(max_finite(kINT4) == 1.75 && min_subnormal(kINT4) == 0.25 && min_normal(kINT4) == 1.0);
+static_assert(max_finite(kINT8) == 127.0 / 64 && min_subnormal(kINT8) == 1.0 / 64 && kINT8.max_finite_code() == 0x7F);
 static_assert(kE5M2.is_inf(0x7C) && kE5M2.is_nan(0x7D) && kE5M2.is_inf(0xFC));
 
 }  // namespace kvq

@@ -9,6 +9,14 @@
 #define KVQ_HD
 #endif
 
+// Unroll the loop that follows in device code (a block's loops have compile-time trip counts
+// in the fixed-shape kernels; unrolled, the block's arrays live in registers, not local memory).
+#if defined(__CUDA_ARCH__)
+#define KVQ_UNROLL _Pragma("unroll")
+#else
+#define KVQ_UNROLL
+#endif
+
 namespace kvq {
 
 // Count of leading zero bits of a non-zero 64-bit word.

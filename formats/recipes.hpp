@@ -15,7 +15,9 @@
 
 #include "formats/codec.hpp"
 #include "formats/conventions.hpp"
+#include "formats/fast_paths.hpp"
 #include "formats/float_bits.hpp"
+#include "formats/reciprocal.hpp"
 
 namespace kvq {
 
@@ -25,12 +27,23 @@ enum class BlockScale : std::uint8_t {
   tensor_only,     // per-tensor FP8: the FP32 tensor scale alone
 };
 
+// How a two-level (E4M3 block scale) recipe computes its scales; g is always the DECODE scale.
+enum class TwoLevel : std::uint8_t {
+  reference,      // sf8 = e4m3((bmax/emax)/g); q = cvt(x / (sf*g)), or x * ((1/g)/sf) (Apply)
+  rcp_decode,     // FlashInfer KV: takes the decode scale g. sf = rcp(g) * (bmax * rcp(emax));
+                  // outS = guard ? rcp(sf8 * g) : 0; q = cvt(x * outS)
+  rcp_encode,     // vLLM: takes k_scale = g and passes enc = 1/g (IEEE, host). sf = enc * (bmax * rcp(emax));
+                  // outS = guard ? rcp(sf8 * rcp(enc)) : 0; q = cvt(x * outS)
+  four_over_six,  // reference, with a per-block choice of bmax/6 or bmax/4: the lower FP32 squared error wins
+};
+
 enum class Pow2Rule : std::uint8_t {
   floor,       // OCP: e = floor(log2 bmax) - emax(element)
   ceil,        // floor, +1 when bmax is not a power of two
   even,        // bmax rounded (RNE) to the element's mantissa width, then floor
   rceil,       // e = ceil(log2(bmax * (1/max(element)))), the product and reciprocal in FP32
-  ceil_ratio,  // block-FP4 as SGLang ships it: e = ceil(log2(max(bmax/6, 1e-10))), FP32 division
+  ceil_ratio,  // e = ceil(log2(max(bmax/max(element), ratio_floor))), FP32 division: block-FP4 as SGLang
+               // ships it (6, 1e-10) and the FlashMLA tile scale (448, 1e-4)
 };
 
 enum class Apply : std::uint8_t {
@@ -55,7 +68,12 @@ struct Recipe {
   ZeroGuard zero_guard = ZeroGuard::block_and_scale;
   bool clamp_block_scale = false;  // torchao: the block scale clamped to [2^-6, 448] before its cast
   Rounding element_rounding = Rounding::nearest_even;
+  TwoLevel two_level = TwoLevel::reference;
+  Reciprocal reciprocal = Reciprocal::approx_ftz;  // the rcp of the rcp_* styles
+  float ratio_floor = 1e-10f;                      // Pow2Rule::ceil_ratio's floor
 };
+
+inline constexpr int kMaxRecipeBlock = 128;  // the largest block a recipe may use (MLA tiles)
 
 // Largest finite element value and its binade exponent (E2M1: 6 and 2; E4M3: 448 and 8).
 KVQ_HD constexpr float element_max(const Recipe& r) { return static_cast<float>(max_finite(format_of(r.element))); }
@@ -64,15 +82,35 @@ KVQ_HD constexpr int element_emax(const Recipe& r) {
   return static_cast<int>(f.max_finite_code() >> f.mantissa_bits) - f.bias;
 }
 
-// Elements convert like CUDA's satfinite intrinsics (NaN -> 0x7F for E4M3, +6 for E2M1),
-// with the recipe's rounding (nearest_away = SGLang's ">= threshold" rule).
+// Elements convert like CUDA's satfinite intrinsics (NaN -> 0x7F for E4M3, +6 for E2M1; INT
+// elements, which no intrinsic has, the same way as E2M1: saturate, NaN -> +max), with the
+// recipe's rounding (nearest_away = SGLang's ">= threshold" rule).
 KVQ_HD constexpr Conversion element_conversion(const Recipe& r) {
-  Conversion c = convention_rule(ConventionId::cuda_satfinite, r.element).conversion;
+  const bool integer = r.element == FormatId::int4 || r.element == FormatId::int8;
+  Conversion c = convention_rule(ConventionId::cuda_satfinite, integer ? FormatId::e2m1 : r.element).conversion;
   c.rounding = r.element_rounding;
   return c;
 }
 KVQ_HD constexpr Conversion scale_conversion() {  // E4M3 block scales: cvt.rn.satfinite
   return convention_rule(ConventionId::cuda_satfinite, FormatId::e4m3fn).conversion;
+}
+
+// One element: the codec's conversion (element_conversion), through a fast path where one is
+// proven equal to it (formats/fast_paths.hpp).
+KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v) {
+  const bool nearest = r.element_rounding == Rounding::nearest_even || r.element_rounding == Rounding::nearest_away;
+  if (r.element == FormatId::e2m1 && nearest) return e2m1_satfinite_fast(v, r.element_rounding == Rounding::nearest_away);
+  if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even) return e4m3_satfinite_fast(v);
+  if (r.element == FormatId::int4 && r.element_rounding == Rounding::nearest_even) return int_satfinite_fast(v, 2, 7);
+  if (r.element == FormatId::int8 && r.element_rounding == Rounding::nearest_even) return int_satfinite_fast(v, 6, 127);
+  return static_cast<std::uint8_t>(encode_float(format_of(r.element), element_conversion(r), v));
+}
+KVQ_HD inline float element_value(const Recipe& r, std::uint8_t code) {
+  if (r.element == FormatId::e2m1) return e2m1_value_fast(code);
+  if (r.element == FormatId::e4m3fn) return e4m3_value_fast(code);
+  if (r.element == FormatId::int4) return int_value_fast(code, 2, 7);
+  if (r.element == FormatId::int8) return int_value_fast(code, 6, 127);
+  return decode_float(format_of(r.element), code);
 }
 
 namespace recipe_detail {
@@ -85,14 +123,12 @@ KVQ_HD inline int floor_log2(float x) { return unpack(kFP32, bits_of(x)).exponen
 KVQ_HD inline bool is_power_of_two(float x) { return unpack(kFP32, bits_of(x)).significand == (1ull << 63); }
 KVQ_HD inline int ceil_log2(float x) { return floor_log2(x) + (is_power_of_two(x) ? 0 : 1); }
 
-// x * 2^shift exactly, then converted: the power-of-two scaling of the MX rules.
-KVQ_HD inline std::uint8_t encode_scaled(Format f, const Conversion& c, float x, int shift) {
-  Unpacked u = unpack(kFP32, bits_of(x));
-  if (u.kind == ValueKind::finite) u.exponent += shift;
-  return static_cast<std::uint8_t>(encode(f, c, u));
-}
-
 }  // namespace recipe_detail
+
+// 2^k as an FP32, k in [-127, 127] (2^-127 is the subnormal 0x00400000).
+KVQ_HD inline float pow2_float(int k) {
+  return float_from_bits(k >= -126 ? static_cast<std::uint32_t>(k + 127) << 23 : 0x00400000u);
+}
 
 // The tensor decode scale of a two-level or tensor-only recipe.
 KVQ_HD inline float tensor_scale(const Recipe& r, float amax) { return amax / r.tensor_divisor; }
@@ -119,63 +155,124 @@ KVQ_HD inline int pow2_exponent(const Recipe& r, float bmax) {
       return ratio == 0.0f ? -127 : ceil_log2(ratio);
     }
     case Pow2Rule::ceil_ratio: {
-      const float ratio = bmax / 6.0f;
-      return ceil_log2(ratio > 1e-10f ? ratio : 1e-10f);
+      const float ratio = bmax / element_max(r);
+      return ceil_log2(ratio > r.ratio_floor ? ratio : r.ratio_floor);
     }
   }
   return 0;
 }
 
-// Quantizes one block of n values: element codes (unpacked, one per byte) and the block's
-// scale code (E4M3 or E8M0; 0 for tensor_only). g is tensor_scale(r, amax) where the recipe has one.
+namespace recipe_detail {
+
+// Elements of a two-level block: q = cvt(x / denominator) or cvt(x * factor); zero: cvt(x * 0).
+KVQ_HD inline void encode_two_level(const Recipe& r, const float* x, int n, bool zero, bool divide, float by,
+                                    std::uint8_t* codes) {
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) codes[i] = encode_element(r, zero ? x[i] * 0.0f : (divide ? x[i] / by : x[i] * by));
+}
+
+// The reference scale rule for the block decode scale (bmax/divisor)/g; codes filled, sf8 returned.
+KVQ_HD inline std::uint8_t two_level_reference(const Recipe& r, float g, const float* x, int n, float bmax,
+                                               float divisor, std::uint8_t* codes) {
+  float s = (bmax / divisor) / g;
+  if (r.clamp_block_scale) s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
+  // The block-max guard also stores scale 0: an all-zero tensor (g = 0) would compute 0/0 and
+  // store the NaN scale 0x7F, a bug seen in a shipped checkpoint.
+  const bool zero_block = r.zero_guard != ZeroGuard::rounded_scale && bmax == 0.0f;
+  const std::uint8_t sf8 = zero_block ? std::uint8_t{0} : e4m3_satfinite_fast(s);  // scale_conversion()
+  const float sf = e4m3_value_fast(sf8);
+  const float denominator = sf * g;
+  const bool zero = zero_block || (r.zero_guard == ZeroGuard::rounded_scale && sf == 0.0f) ||
+                    (r.zero_guard == ZeroGuard::block_and_scale && denominator == 0.0f);
+  const bool divide = r.apply == Apply::divide;
+  encode_two_level(r, x, n, zero, divide, divide ? denominator : (1.0f / g) / sf, codes);  // torchao: (1/g)/sf
+  return sf8;
+}
+
+// The FP32 squared error sum((x - (v * sf) * g)^2) of a block's codes, in element order.
+KVQ_HD inline float two_level_squared_error(const Recipe& r, float g, const float* x, int n, std::uint8_t sf8,
+                                            const std::uint8_t* codes) {
+  const float sf = e4m3_value_fast(sf8);
+  float sum = 0.0f;
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) {
+    const float d = x[i] - (element_value(r, codes[i]) * sf) * g;
+    const float square = d * d;
+    sum = sum + square;
+  }
+  return sum;
+}
+
+KVQ_HD inline std::uint8_t quantize_two_level(const Recipe& r, float g, const float* x, int n, float bmax,
+                                              std::uint8_t* codes) {
+  const float emax = element_max(r);
+  switch (r.two_level) {
+    case TwoLevel::reference: return two_level_reference(r, g, x, n, bmax, emax, codes);
+    case TwoLevel::four_over_six: {
+      const std::uint8_t sf6 = two_level_reference(r, g, x, n, bmax, emax, codes);
+      std::uint8_t four[kMaxRecipeBlock];
+      const std::uint8_t sf4 = two_level_reference(r, g, x, n, bmax, 4.0f, four);  // E2M1
+      if (!(two_level_squared_error(r, g, x, n, sf4, four) < two_level_squared_error(r, g, x, n, sf6, codes)))
+        return sf6;
+      KVQ_UNROLL
+      for (int i = 0; i < n; ++i) codes[i] = four[i];
+      return sf4;
+    }
+    case TwoLevel::rcp_decode:
+    case TwoLevel::rcp_encode: {
+      const Reciprocal k = r.reciprocal;
+      const bool decode_api = r.two_level == TwoLevel::rcp_decode;
+      const float encode = decode_api ? reciprocal(k, g) : 1.0f / g;  // vLLM: 1/k_scale on the host
+      const float s = encode * (bmax * reciprocal(k, emax));
+      const std::uint8_t sf8 = e4m3_satfinite_fast(s);  // scale_conversion()
+      const float sf = e4m3_value_fast(sf8);
+      const bool guard = r.zero_guard == ZeroGuard::block_max ? bmax != 0.0f : sf != 0.0f;
+      const float out_scale = guard ? reciprocal(k, sf * (decode_api ? g : reciprocal(k, encode))) : 0.0f;
+      encode_two_level(r, x, n, false, false, out_scale, codes);
+      return sf8;
+    }
+  }
+  return 0;
+}
+
+}  // namespace recipe_detail
+
+// Quantizes one block of n <= kMaxRecipeBlock values: element codes (unpacked, one per byte) and
+// the block's scale code (E4M3 or E8M0; 0 for tensor_only). g is tensor_scale(r, amax) where the
+// recipe has one.
 KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float* x, int n, std::uint8_t* codes) {
   using namespace recipe_detail;
-  const Format ef = format_of(r.element);
-  const Conversion ec = element_conversion(r);
   float bmax = 0.0f;
   bool any_nan = false;
+  KVQ_UNROLL
   for (int i = 0; i < n; ++i) {
     const float a = magnitude(x[i]);
     any_nan = any_nan || is_nan(a);
     bmax = a > bmax ? a : bmax;  // fmaxf: NaN never wins
   }
   switch (r.scale) {
-    case BlockScale::e4m3_two_level: {
-      float s = (bmax / element_max(r)) / g;
-      if (r.clamp_block_scale) s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
-      // The block-max guard also stores scale 0: an all-zero tensor (g = 0) would compute 0/0 and
-      // store the NaN scale 0x7F, a bug seen in a shipped checkpoint.
-      const bool zero_block = r.zero_guard != ZeroGuard::rounded_scale && bmax == 0.0f;
-      const auto sf8 = zero_block ? std::uint8_t{0} : static_cast<std::uint8_t>(encode_float(kE4M3FN, scale_conversion(), s));
-      const float sf = decode_float(kE4M3FN, sf8);
-      const float reciprocal = (1.0f / g) / sf;  // torchao's encode factor
-      const float denominator = sf * g;
-      const bool zero = zero_block || (r.zero_guard == ZeroGuard::rounded_scale && sf == 0.0f) ||
-                        (r.zero_guard == ZeroGuard::block_and_scale && denominator == 0.0f);
-      for (int i = 0; i < n; ++i) {
-        const float v = zero ? 0.0f : (r.apply == Apply::divide ? x[i] / denominator : x[i] * reciprocal);
-        codes[i] = static_cast<std::uint8_t>(encode_float(ef, ec, zero ? x[i] * 0.0f : v));
-      }
-      return sf8;
-    }
+    case BlockScale::e4m3_two_level: return quantize_two_level(r, g, x, n, bmax, codes);
     case BlockScale::e8m0_pow2: {
       const bool mx = r.pow2 != Pow2Rule::ceil_ratio;
-      const float nan = float_from_bits(0x7fc00000u);
       if ((mx && any_nan) || bmax > 3.4028235e38f) {  // NaN or inf block: scale NaN (0xFF)
-        for (int i = 0; i < n; ++i) codes[i] = static_cast<std::uint8_t>(encode_float(ef, ec, nan));
+        KVQ_UNROLL
+        for (int i = 0; i < n; ++i) codes[i] = encode_element(r, float_from_bits(0x7fc00000u));
         return 0xFF;
       }
       int e = bmax == 0.0f ? -127 : pow2_exponent(r, bmax);
       e = e < -127 ? -127 : (e > 127 ? 127 : e);
-      for (int i = 0; i < n; ++i) codes[i] = encode_scaled(ef, ec, x[i], -e);
+      // x * 2^-e is exact in FP32 except for FP32-subnormal products, which every element
+      // format rounds to +-0 from the exact value too: the exact scaling, rounded once.
+      const float down = pow2_float(-e);
+      KVQ_UNROLL
+      for (int i = 0; i < n; ++i) codes[i] = encode_element(r, x[i] * down);
       return static_cast<std::uint8_t>(e + 127);
     }
     case BlockScale::tensor_only: {
       const float reciprocal = 1.0f / g;
-      for (int i = 0; i < n; ++i) {
-        const float v = g == 0.0f ? x[i] * 0.0f : (r.apply == Apply::divide ? x[i] / g : x[i] * reciprocal);
-        codes[i] = static_cast<std::uint8_t>(encode_float(ef, ec, v));
-      }
+      KVQ_UNROLL
+      for (int i = 0; i < n; ++i)
+        codes[i] = encode_element(r, g == 0.0f ? x[i] * 0.0f : (r.apply == Apply::divide ? x[i] / g : x[i] * reciprocal));
       return 0;
     }
   }
@@ -190,19 +287,28 @@ KVQ_HD inline float dequantize_element(const Recipe& r, float g, std::uint8_t sc
   return v != v ? float_from_bits(0x7fc00000u) : v;
 }
 KVQ_HD inline float dequantize_element_raw(const Recipe& r, float g, std::uint8_t scale_code, std::uint8_t code) {
-  const Format ef = format_of(r.element);
   switch (r.scale) {
-    case BlockScale::e4m3_two_level:
-      return (decode_float(ef, code) * decode_float(kE4M3FN, scale_code)) * g;
-    case BlockScale::e8m0_pow2: {
-      if (scale_code == 0xFF) return float_from_bits(0x7fc00000u);
-      Unpacked u = unpack(ef, code);
-      if (u.kind == ValueKind::finite) u.exponent += static_cast<int>(scale_code) - 127;
-      return float_from_bits(static_cast<std::uint32_t>(encode(kFP32, Conversion{}, u)));
-    }
-    case BlockScale::tensor_only: return decode_float(ef, code) * g;
+    case BlockScale::e4m3_two_level: return (element_value(r, code) * e4m3_value_fast(scale_code)) * g;
+    case BlockScale::e8m0_pow2:  // one FP32 multiply by the exact 2^e: the exact product rounded once
+      return scale_code == 0xFF ? float_from_bits(0x7fc00000u)
+                                : element_value(r, code) * pow2_float(static_cast<int>(scale_code) - 127);
+    case BlockScale::tensor_only: return element_value(r, code) * g;
   }
   return 0.0f;
+}
+
+// The prefill workspace: an element requantized to E4M3 (cvt.rn.satfinite) from its value
+// element * scale * factor, the exact product rounded ONCE. factor is the caller's FP32
+// (tensor decode scale, or 1 for power-of-two recipes) / (workspace decode scale); the product
+// of a 4- or 8-bit element, a 4-bit or power-of-two scale and a 24-bit factor is exact in FP64.
+KVQ_HD inline std::uint8_t requantize_e4m3(const Recipe& r, std::uint8_t scale_code, std::uint8_t code, float factor) {
+  double scale = 1.0;
+  if (r.scale == BlockScale::e4m3_two_level) scale = e4m3_value_fast(scale_code);
+  if (r.scale == BlockScale::e8m0_pow2)
+    scale = scale_code == 0xFF ? static_cast<double>(float_from_bits(0x7fc00000u))
+                               : static_cast<double>(pow2_float(static_cast<int>(scale_code) - 127));
+  const double exact = (static_cast<double>(element_value(r, code)) * scale) * static_cast<double>(factor);
+  return static_cast<std::uint8_t>(encode_double(kE4M3FN, scale_conversion(), exact));
 }
 
 }  // namespace kvq

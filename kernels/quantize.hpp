@@ -16,6 +16,7 @@
 #if defined(__CUDACC__)
 #include <cuda_fp16.h>
 #endif
+#include <cstdint>
 
 #include "formats/packing.hpp"
 #include "formats/recipes.hpp"
@@ -26,7 +27,7 @@ enum class DType : std::uint8_t { fp32, bf16, fp16 };
 const char* name_of(DType d);
 int bytes_of(DType d);
 
-inline constexpr int kMaxBlock = 64;       // kernels keep one block in registers
+inline constexpr int kMaxBlock = kMaxRecipeBlock;  // one block is one thread's work
 inline constexpr int kTensorChunk = 16;    // per-tensor recipes work in chunks of 16
 
 struct QuantizeShape {
@@ -35,7 +36,7 @@ struct QuantizeShape {
   std::int64_t cols = 0;
 
   KVQ_HD int block() const { return recipe.scale == BlockScale::tensor_only ? kTensorChunk : recipe.block; }
-  KVQ_HD bool packed() const { return recipe.element == FormatId::e2m1; }
+  KVQ_HD bool packed() const { return format_of(recipe.element).bits() == 4; }  // E2M1, INT4: two a byte
   KVQ_HD std::int64_t code_bytes_per_row() const { return packed() ? cols / 2 : cols; }
   KVQ_HD std::int64_t scales_per_row() const { return recipe.scale == BlockScale::tensor_only ? 0 : cols / block(); }
   KVQ_HD std::int64_t code_bytes() const { return rows * code_bytes_per_row(); }
@@ -51,6 +52,10 @@ std::string quantize_cpu(const QuantizeShape& s, DType input, const void* x, flo
 std::string dequantize_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
                            DType output, void* y);
 float amax_cpu(DType input, const void* x, std::int64_t count);  // max |x|, NaN ignored (fmaxf)
+// The prefill workspace: rows * cols E4M3 codes from quantized codes and scales (requantize_e4m3);
+// factor = tensor decode scale (1 for power-of-two recipes) / workspace decode scale, in FP32.
+std::string requantize_e4m3_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                                float factor, std::uint8_t* out);
 
 // One input or output value <-> FP32 (exact widening; narrowing rounds to nearest even).
 // Fast paths, held to the oracle over all 2^16 patterns (suite kernels): BF16 is the top half
@@ -71,43 +76,180 @@ KVQ_HD inline float load_value(DType t, const void* p, std::int64_t i) {
 KVQ_HD inline void store_value(DType t, void* p, std::int64_t i, float v) {
   switch (t) {
     case DType::fp32: static_cast<float*>(p)[i] = v; return;
-    case DType::bf16: static_cast<std::uint16_t*>(p)[i] = static_cast<std::uint16_t>(encode_float(kBF16, Conversion{}, v)); return;
-    case DType::fp16: static_cast<std::uint16_t*>(p)[i] = static_cast<std::uint16_t>(encode_float(kFP16, Conversion{}, v)); return;
+    case DType::bf16: static_cast<std::uint16_t*>(p)[i] = bf16_rne_fast(v); return;
+    case DType::fp16: static_cast<std::uint16_t*>(p)[i] = fp16_rne_fast(v); return;
   }
 }
 
 // The element code of column j in a row of codes.
 KVQ_HD inline std::uint8_t code_at(const QuantizeShape& s, const std::uint8_t* row, std::int64_t j) {
-  return s.packed() ? ((j & 1) ? row[j / 2] >> 4 : row[j / 2] & 0xF) : row[j];
+  return s.packed() ? ((j & 1) ? e2m1_odd(row[j / 2]) : e2m1_even(row[j / 2])) : row[j];
 }
 
-// One block (row, b) of the tensor: load, quantize, store its scale, pack its codes.
-// The whole per-block work of both the CPU twin and the kernel.
-KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
-                                      std::uint8_t* scales, std::int64_t row, std::int64_t b) {
-  const int n = s.block();
-  float values[kMaxBlock];
-  std::uint8_t block_codes[kMaxBlock];
-  for (int i = 0; i < n; ++i) values[i] = load_value(input, x, row * s.cols + b * n + i);
-  const std::uint8_t scale = quantize_block(s.recipe, g, values, n, block_codes);
-  if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
-  std::uint8_t* out = codes + row * s.code_bytes_per_row();
-  for (int i = 0; i < n; ++i) {
-    const std::int64_t j = b * n + i;
-    if (!s.packed()) {
-      out[j] = block_codes[i];
-    } else if (i % 2 == 1) {
-      out[j / 2] = pack_e2m1_pair(block_codes[i - 1], block_codes[i]);
-    }
+// Memory access for one block: 16-byte vector loads and stores on the device where the span is
+// aligned and a whole number of vectors, element by element otherwise (and on the host).
+namespace io {
+
+#if defined(__CUDA_ARCH__)
+__device__ inline bool aligned(const void* p, int bytes) { return (reinterpret_cast<std::uintptr_t>(p) & (bytes - 1)) == 0; }
+__device__ inline std::uint32_t word(const std::uint8_t* b) {
+  return b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
+}
+__device__ inline void unpack_word(DType t, std::uint32_t w, float* out) {  // 1 FP32 or 2 halves
+  if (t == DType::fp32) {
+    out[0] = __uint_as_float(w);
+  } else if (t == DType::bf16) {
+    out[0] = __uint_as_float(w << 16);
+    out[1] = __uint_as_float(w & 0xffff0000u);
+  } else {
+    out[0] = __half2float(__ushort_as_half(static_cast<unsigned short>(w & 0xffffu)));
+    out[1] = __half2float(__ushort_as_half(static_cast<unsigned short>(w >> 16)));
   }
 }
+__device__ inline std::uint32_t pack_word(DType t, const float* v) {
+  if (t == DType::fp32) return __float_as_uint(v[0]);
+  if (t == DType::bf16) return bf16_rne_fast(v[0]) | (std::uint32_t{bf16_rne_fast(v[1])} << 16);
+  return fp16_rne_fast(v[0]) | (std::uint32_t{fp16_rne_fast(v[1])} << 16);
+}
+#endif
 
-// One element (row, j): its code and block scale to a value of the output type.
-KVQ_HD inline void dequantize_one_element(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
-                                          float g, DType output, void* y, std::int64_t row, std::int64_t j) {
-  const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + j / s.block()] : 0;
-  const std::uint8_t code = code_at(s, codes + row * s.code_bytes_per_row(), j);
-  store_value(output, y, row * s.cols + j, dequantize_element(s.recipe, g, scale, code));
+KVQ_HD inline void load_values(DType t, const void* x, std::int64_t first, int n, float* out) {
+#if defined(__CUDA_ARCH__)
+  const int bytes = t == DType::fp32 ? 4 : 2, per_word = 4 / bytes;
+  const auto* base = static_cast<const unsigned char*>(x) + first * bytes;
+  if (aligned(base, 16) && (n * bytes) % 16 == 0) {
+    KVQ_UNROLL
+    for (int v = 0; v < n * bytes / 16; ++v) {
+      const uint4 w = __ldcs(reinterpret_cast<const uint4*>(base) + v);  // streamed: read once
+      unpack_word(t, w.x, out + (4 * v + 0) * per_word);
+      unpack_word(t, w.y, out + (4 * v + 1) * per_word);
+      unpack_word(t, w.z, out + (4 * v + 2) * per_word);
+      unpack_word(t, w.w, out + (4 * v + 3) * per_word);
+    }
+    return;
+  }
+#endif
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) out[i] = load_value(t, x, first + i);
+}
+
+KVQ_HD inline void store_values(DType t, void* y, std::int64_t first, int n, const float* v) {
+#if defined(__CUDA_ARCH__)
+  const int bytes = t == DType::fp32 ? 4 : 2, per_word = 4 / bytes;
+  auto* base = static_cast<unsigned char*>(y) + first * bytes;
+  if (aligned(base, 16) && (n * bytes) % 16 == 0) {
+    KVQ_UNROLL
+    for (int k = 0; k < n * bytes / 16; ++k) {
+      const uint4 w{pack_word(t, v + (4 * k + 0) * per_word), pack_word(t, v + (4 * k + 1) * per_word),
+                    pack_word(t, v + (4 * k + 2) * per_word), pack_word(t, v + (4 * k + 3) * per_word)};
+      __stcs(reinterpret_cast<uint4*>(base) + k, w);
+    }
+    return;
+  }
+#endif
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) store_value(t, y, first + i, v[i]);
+}
+
+KVQ_HD inline void load_bytes(const std::uint8_t* src, int count, std::uint8_t* out) {
+#if defined(__CUDA_ARCH__)
+  if (aligned(src, 8) && count % 8 == 0) {
+    KVQ_UNROLL
+    for (int k = 0; k < count / 8; ++k) {
+      const uint2 w = __ldcs(reinterpret_cast<const uint2*>(src) + k);
+      KVQ_UNROLL
+      for (int i = 0; i < 4; ++i) out[8 * k + i] = static_cast<std::uint8_t>(w.x >> (8 * i));
+      KVQ_UNROLL
+      for (int i = 0; i < 4; ++i) out[8 * k + 4 + i] = static_cast<std::uint8_t>(w.y >> (8 * i));
+    }
+    return;
+  }
+#endif
+  KVQ_UNROLL
+  for (int i = 0; i < count; ++i) out[i] = src[i];
+}
+
+KVQ_HD inline void store_bytes(std::uint8_t* dst, const std::uint8_t* bytes, int count) {
+#if defined(__CUDA_ARCH__)
+  if (aligned(dst, 16) && count % 16 == 0) {
+    KVQ_UNROLL
+    for (int k = 0; k < count / 16; ++k) {
+      const std::uint8_t* b = bytes + 16 * k;
+      __stcs(reinterpret_cast<uint4*>(dst) + k, uint4{word(b), word(b + 4), word(b + 8), word(b + 12)});
+    }
+    return;
+  }
+  if (aligned(dst, 8) && count % 8 == 0) {
+    KVQ_UNROLL
+    for (int k = 0; k < count / 8; ++k)
+      __stcs(reinterpret_cast<uint2*>(dst) + k, uint2{word(bytes + 8 * k), word(bytes + 8 * k + 4)});
+    return;
+  }
+#endif
+  KVQ_UNROLL
+  for (int i = 0; i < count; ++i) dst[i] = bytes[i];
+}
+
+}  // namespace io
+
+// One block (row, b) of the tensor: load, quantize, store its scale, pack its codes. The whole
+// per-block work of both the CPU twin and the kernel; kN > 0 fixes the block size at compile time.
+template <int kN = 0>
+KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+                                      std::uint8_t* scales, std::int64_t row, std::int64_t b) {
+  constexpr int kCap = kN > 0 ? kN : kMaxBlock;
+  const int n = kN > 0 ? kN : s.block();
+  float values[kCap];
+  std::uint8_t block_codes[kCap];
+  io::load_values(input, x, row * s.cols + b * n, n, values);
+  const std::uint8_t scale = quantize_block(s.recipe, g, values, n, block_codes);
+  if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
+  const bool packed = s.packed();
+  if (packed)
+    KVQ_UNROLL
+    for (int i = 0; i < n / 2; ++i) block_codes[i] = pack_e2m1_pair(block_codes[2 * i], block_codes[2 * i + 1]);
+  const int bytes = packed ? n / 2 : n;
+  io::store_bytes(codes + row * s.code_bytes_per_row() + b * bytes, block_codes, bytes);
+}
+
+// One block (row, b): codes and scale to values of the output type.
+template <int kN = 0>
+KVQ_HD inline void dequantize_one_block(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                                        float g, DType output, void* y, std::int64_t row, std::int64_t b) {
+  constexpr int kCap = kN > 0 ? kN : kMaxBlock;
+  const int n = kN > 0 ? kN : s.block();
+  const bool packed = s.packed();
+  const int bytes = packed ? n / 2 : n;
+  std::uint8_t raw[kCap];
+  float values[kCap];
+  io::load_bytes(codes + row * s.code_bytes_per_row() + b * bytes, bytes, raw);
+  const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) {
+    const std::uint8_t code = packed ? ((i & 1) ? e2m1_odd(raw[i / 2]) : e2m1_even(raw[i / 2])) : raw[i];
+    values[i] = dequantize_element(s.recipe, g, scale, code);
+  }
+  io::store_values(output, y, row * s.cols + b * n, n, values);
+}
+
+// One block (row, b): codes and scale to E4M3 workspace codes (requantize_e4m3), one byte each.
+template <int kN = 0>
+KVQ_HD inline void requantize_one_block(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                                        float factor, std::uint8_t* out, std::int64_t row, std::int64_t b) {
+  constexpr int kCap = kN > 0 ? kN : kMaxBlock;
+  const int n = kN > 0 ? kN : s.block();
+  const bool packed = s.packed();
+  const int bytes = packed ? n / 2 : n;
+  std::uint8_t raw[kCap];
+  std::uint8_t result[kCap];
+  io::load_bytes(codes + row * s.code_bytes_per_row() + b * bytes, bytes, raw);
+  const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) {
+    const std::uint8_t code = packed ? ((i & 1) ? e2m1_odd(raw[i / 2]) : e2m1_even(raw[i / 2])) : raw[i];
+    result[i] = requantize_e4m3(s.recipe, scale, code, factor);
+  }
+  io::store_bytes(out + row * s.cols + b * n, result, n);
 }
 
 // GPU: device pointers, an opaque cudaStream_t; returns "" or the CUDA error / validation message.
@@ -118,6 +260,8 @@ std::string quantize(const QuantizeShape& s, DType input, const void* x, float g
 std::string dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
                        DType output, void* y, void* stream);
 std::string amax(DType input, const void* x, std::int64_t count, float* result, void* stream);  // result: device
+std::string requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
+                            std::uint8_t* out, void* stream);
 // Memory, for host code that has no CUDA headers (tests, the CLI).
 std::string allocate(void** p, std::size_t bytes);
 void release(void* p);

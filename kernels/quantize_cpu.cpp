@@ -10,8 +10,9 @@ int bytes_of(DType d) { return d == DType::fp32 ? 4 : 2; }
 std::string validate(const QuantizeShape& s) {
   std::ostringstream os;
   const int block = s.block();
-  if (s.recipe.element != FormatId::e2m1 && s.recipe.element != FormatId::e4m3fn) {
-    os << "recipe element must be e2m1 or e4m3fn, got " << static_cast<int>(s.recipe.element);
+  const FormatId e = s.recipe.element;
+  if (e != FormatId::e2m1 && e != FormatId::e4m3fn && e != FormatId::int4 && e != FormatId::int8) {
+    os << "recipe element must be e2m1, e4m3fn, int4 or int8, got " << static_cast<int>(e);
   } else if (s.rows < 0) {
     os << "rows must be >= 0, got " << s.rows;
   } else if (s.cols <= 0) {
@@ -36,7 +37,16 @@ std::string dequantize_cpu(const QuantizeShape& s, const std::uint8_t* codes, co
                            DType output, void* y) {
   if (auto e = validate(s); !e.empty()) return e;
   for (std::int64_t row = 0; row < s.rows; ++row)
-    for (std::int64_t j = 0; j < s.cols; ++j) dequantize_one_element(s, codes, scales, g, output, y, row, j);
+    for (std::int64_t b = 0; b < s.cols / s.block(); ++b) dequantize_one_block(s, codes, scales, g, output, y, row, b);
+  return {};
+}
+
+std::string requantize_e4m3_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                                float factor, std::uint8_t* out) {
+  if (auto e = validate(s); !e.empty()) return e;
+  if (factor != factor) return "factor (workspace scale) must not be NaN";
+  for (std::int64_t row = 0; row < s.rows; ++row)
+    for (std::int64_t b = 0; b < s.cols / s.block(); ++b) requantize_one_block(s, codes, scales, factor, out, row, b);
   return {};
 }
 

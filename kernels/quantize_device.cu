@@ -1,6 +1,7 @@
-// Quantize, dequantize and amax kernels: the element code is formats/recipes.hpp, the
-// same the CPU twin runs. One thread per block (quantize) or element (dequantize),
-// grid-stride; correctness first, speed is measured by `kvq bench` (later).
+// Quantize, dequantize and amax kernels: the per-block code is kernels/quantize.hpp (the same
+// the CPU twin runs). One thread per block, 16-byte loads and stores, grid-stride. The common
+// recipe shapes are instantiated with the element format, scale kind, block size and input
+// type as constants; anything else runs the generic instantiation (same code, runtime shape).
 #include <cuda_runtime.h>
 
 #include "kernels/quantize.hpp"
@@ -8,62 +9,106 @@
 namespace kvq::kernels {
 namespace {
 
-// Instantiated per (element, scale kind) so the format descriptors fold into constants.
-template <FormatId kElement, BlockScale kScale>
-__global__ void quantize_kernel(QuantizeShape s, DType input, const void* x, float g, std::uint8_t* codes,
-                                std::uint8_t* scales) {
-  s.recipe.element = kElement;
-  s.recipe.scale = kScale;
+struct Config {
+  FormatId element;
+  BlockScale scale;
+  int block;
+};
+// The fixed configurations; kernels take an index into this table (nvcc's launch stubs need
+// integral template arguments), kGeneric for the runtime-shaped instantiation.
+constexpr int kGeneric = -1;
+constexpr Config kFixed[] = {
+    {FormatId::e2m1, BlockScale::e4m3_two_level, 16}, {FormatId::e2m1, BlockScale::e4m3_two_level, 32},
+    {FormatId::e2m1, BlockScale::e8m0_pow2, 16},      {FormatId::e2m1, BlockScale::e8m0_pow2, 32},
+    {FormatId::e4m3fn, BlockScale::e8m0_pow2, 32},    {FormatId::e4m3fn, BlockScale::e8m0_pow2, 128},
+    {FormatId::e4m3fn, BlockScale::tensor_only, kTensorChunk}, {FormatId::int8, BlockScale::e8m0_pow2, 32},
+    {FormatId::int4, BlockScale::e8m0_pow2, 32},      {FormatId::int4, BlockScale::e4m3_two_level, 16},
+};
+template <int C>
+constexpr int kBlockOf = C == kGeneric ? 0 : kFixed[C].block;
+
+template <int C>
+__device__ inline QuantizeShape specialise(QuantizeShape s) {
+  if constexpr (C != kGeneric) {
+    s.recipe.element = kFixed[C].element;
+    s.recipe.scale = kFixed[C].scale;
+    if (kFixed[C].scale != BlockScale::tensor_only) s.recipe.block = kFixed[C].block;
+  }
+  return s;
+}
+
+template <int C, DType T>
+__global__ void quantize_kernel(QuantizeShape shape, const void* x, float g, std::uint8_t* codes, std::uint8_t* scales) {
+  const QuantizeShape s = specialise<C>(shape);
   const std::int64_t blocks_per_row = s.cols / s.block();
   const std::int64_t total = s.rows * blocks_per_row;
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    quantize_one_block(s, input, x, g, codes, scales, k / blocks_per_row, k % blocks_per_row);
+    quantize_one_block<kBlockOf<C>>(s, T, x, g, codes, scales, 0, k);  // dense rows: block k of row 0
 }
 
-template <FormatId kElement, BlockScale kScale>
-__global__ void dequantize_kernel(QuantizeShape s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
-                                  DType output, void* y) {
-  s.recipe.element = kElement;
-  s.recipe.scale = kScale;
-  const std::int64_t total = s.rows * s.cols;
+template <int C, DType T>
+__global__ void dequantize_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+                                  void* y) {
+  const QuantizeShape s = specialise<C>(shape);
+  const std::int64_t blocks_per_row = s.cols / s.block();
+  const std::int64_t total = s.rows * blocks_per_row;
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
-       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    dequantize_one_element(s, codes, scales, g, output, y, k / s.cols, k % s.cols);
-  }
+       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    dequantize_one_block<kBlockOf<C>>(s, codes, scales, g, T, y, 0, k);
 }
 
-__global__ void amax_kernel(DType input, const void* x, std::int64_t count, unsigned int* result) {
+template <int C>
+__global__ void requantize_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales,
+                                  float factor, std::uint8_t* out) {
+  const QuantizeShape s = specialise<C>(shape);
+  const std::int64_t total = s.rows * (s.cols / s.block());
+  for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
+       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    requantize_one_block<kBlockOf<C>>(s, codes, scales, factor, out, 0, k);
+}
+
+// max |x| with NaN ignored (fmaxf): 16-byte loads where aligned, then a warp reduction and one
+// atomicMax per warp (non-negative floats order like their bit patterns, inf included).
+template <DType T>
+__global__ void amax_kernel(const void* x, std::int64_t count, unsigned int* result) {
+  constexpr int kPerVector = T == DType::fp32 ? 4 : 8;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  const std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  const bool vector = (reinterpret_cast<std::uintptr_t>(x) & 15) == 0;
+  const std::int64_t vectors = vector ? count / kPerVector : 0;
   float m = 0.0f;
-  for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < count;
-       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float a = __uint_as_float(__float_as_uint(load_value(input, x, k)) & 0x7fffffffu);
-    m = a > m ? a : m;  // NaN never wins, as fmaxf
+  for (std::int64_t v = first; v < vectors; v += stride) {
+    float values[kPerVector];
+    io::load_values(T, x, v * kPerVector, kPerVector, values);
+    for (const float a : values) m = fmaxf(m, fabsf(a));
   }
-  for (int offset = 16; offset > 0; offset /= 2) {
-    const float other = __shfl_down_sync(0xffffffffu, m, offset);
-    m = other > m ? other : m;
-  }
-  // Non-negative floats order like their bit patterns (inf included).
+  for (std::int64_t i = vectors * kPerVector + first; i < count; i += stride) m = fmaxf(m, fabsf(load_value(T, x, i)));
+  for (int offset = 16; offset > 0; offset /= 2) m = fmaxf(m, __shfl_down_sync(0xffffffffu, m, offset));
   if ((threadIdx.x & 31) == 0) atomicMax(result, __float_as_uint(m));
 }
 
-// Calls launch.template operator()<element, scale>() for the shape's recipe.
+// Calls launch.template operator()<config, dtype>() for the shape's recipe and the data type.
 template <typename Launch>
-cudaError_t dispatch(const QuantizeShape& s, Launch&& launch) {
-  const bool e2m1 = s.recipe.element == FormatId::e2m1;
-  switch (s.recipe.scale) {
-    case BlockScale::e4m3_two_level:
-      return e2m1 ? launch.template operator()<FormatId::e2m1, BlockScale::e4m3_two_level>()
-                  : launch.template operator()<FormatId::e4m3fn, BlockScale::e4m3_two_level>();
-    case BlockScale::e8m0_pow2:
-      return e2m1 ? launch.template operator()<FormatId::e2m1, BlockScale::e8m0_pow2>()
-                  : launch.template operator()<FormatId::e4m3fn, BlockScale::e8m0_pow2>();
-    case BlockScale::tensor_only:
-      return e2m1 ? launch.template operator()<FormatId::e2m1, BlockScale::tensor_only>()
-                  : launch.template operator()<FormatId::e4m3fn, BlockScale::tensor_only>();
-  }
-  return cudaErrorInvalidValue;
+cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
+  auto with_type = [&]<int C>() {
+    switch (t) {
+      case DType::fp32: return launch.template operator()<C, DType::fp32>();
+      case DType::bf16: return launch.template operator()<C, DType::bf16>();
+      case DType::fp16: return launch.template operator()<C, DType::fp16>();
+    }
+    return cudaErrorInvalidValue;
+  };
+  const auto matches = [&](const Config& c) {
+    return c.element == s.recipe.element && c.scale == s.recipe.scale && c.block == s.block();
+  };
+#define KVQ_FIXED(i) \
+  if (matches(kFixed[i])) return with_type.template operator()<i>();
+  KVQ_FIXED(0) KVQ_FIXED(1) KVQ_FIXED(2) KVQ_FIXED(3) KVQ_FIXED(4) KVQ_FIXED(5) KVQ_FIXED(6) KVQ_FIXED(7)
+  KVQ_FIXED(8) KVQ_FIXED(9)
+#undef KVQ_FIXED
+  static_assert(sizeof(kFixed) / sizeof(kFixed[0]) == 10, "one KVQ_FIXED line per fixed configuration");
+  return with_type.template operator()<kGeneric>();
 }
 
 int grid_for(std::int64_t work, int threads) {
@@ -76,6 +121,8 @@ int grid_for(std::int64_t work, int threads) {
 }
 
 std::string status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
+
+constexpr int kThreads = 128;
 
 }  // namespace
 
@@ -96,9 +143,9 @@ std::string quantize(const QuantizeShape& s, DType input, const void* x, float g
   if (auto e = validate(s); !e.empty()) return e;
   const std::int64_t work = s.rows * (s.cols / s.block());
   if (work == 0) return {};
-  const int grid = grid_for(work, 128);
-  return status(dispatch(s, [&]<FormatId E, BlockScale S>() {
-    quantize_kernel<E, S><<<grid, 128, 0, static_cast<cudaStream_t>(stream)>>>(s, input, x, g, codes, scales);
+  const int grid = grid_for(work, kThreads);
+  return status(dispatch(s, input, [&]<int C, DType T>() {
+    quantize_kernel<C, T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, x, g, codes, scales);
     return cudaGetLastError();
   }));
 }
@@ -106,12 +153,28 @@ std::string quantize(const QuantizeShape& s, DType input, const void* x, float g
 std::string dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
                        DType output, void* y, void* stream) {
   if (auto e = validate(s); !e.empty()) return e;
-  const std::int64_t work = s.rows * s.cols;
+  const std::int64_t work = s.rows * (s.cols / s.block());
   if (work == 0) return {};
-  const int grid = grid_for(work, 256);
-  return status(dispatch(s, [&]<FormatId E, BlockScale S>() {
-    dequantize_kernel<E, S><<<grid, 256, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, output, y);
+  const int grid = grid_for(work, kThreads);
+  return status(dispatch(s, output, [&]<int C, DType T>() {
+    dequantize_kernel<C, T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, y);
     return cudaGetLastError();
+  }));
+}
+
+std::string requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
+                            std::uint8_t* out, void* stream) {
+  if (auto e = validate(s); !e.empty()) return e;
+  if (factor != factor) return "factor (workspace scale) must not be NaN";
+  const std::int64_t work = s.rows * (s.cols / s.block());
+  if (work == 0) return {};
+  const int grid = grid_for(work, kThreads);
+  return status(dispatch(s, DType::fp32, [&]<int C, DType T>() {
+    if constexpr (T == DType::fp32) {  // no data type: one instantiation per configuration
+      requantize_kernel<C><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, factor, out);
+      return cudaGetLastError();
+    }
+    return cudaErrorInvalidValue;
   }));
 }
 
@@ -120,7 +183,13 @@ std::string amax(DType input, const void* x, std::int64_t count, float* result, 
   const auto st = static_cast<cudaStream_t>(stream);
   cudaError_t e = cudaMemsetAsync(result, 0, sizeof(float), st);
   if (e == cudaSuccess && count > 0) {
-    amax_kernel<<<grid_for(count, 256), 256, 0, st>>>(input, x, count, reinterpret_cast<unsigned int*>(result));
+    const int grid = grid_for(count / 8 + 1, 256);
+    auto* r = reinterpret_cast<unsigned int*>(result);
+    switch (input) {
+      case DType::fp32: amax_kernel<DType::fp32><<<grid, 256, 0, st>>>(x, count, r); break;
+      case DType::bf16: amax_kernel<DType::bf16><<<grid, 256, 0, st>>>(x, count, r); break;
+      case DType::fp16: amax_kernel<DType::fp16><<<grid, 256, 0, st>>>(x, count, r); break;
+    }
     e = cudaGetLastError();
   }
   return status(e);

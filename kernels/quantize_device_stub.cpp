@@ -18,6 +18,9 @@ std::string dequantize(const QuantizeShape&, const std::uint8_t*, const std::uin
   return kNoCuda;
 }
 std::string amax(DType, const void*, std::int64_t, float*, void*) { return kNoCuda; }
+std::string requantize_e4m3(const QuantizeShape&, const std::uint8_t*, const std::uint8_t*, float, std::uint8_t*, void*) {
+  return kNoCuda;
+}
 std::string allocate(void**, std::size_t) { return kNoCuda; }
 void release(void*) {}
 std::string upload(void*, const void*, std::size_t) { return kNoCuda; }

@@ -17,6 +17,9 @@ Real fp32(const Real& x);
 Real fp32_multiply(const Real& a, const Real& b);
 Real fp32_divide(const Real& a, const Real& b);
 std::uint32_t fp32_bits(const Real& x);
+// PTX rcp.approx.ftz.f32 on sm_90: the correctly rounded reciprocal of x, or its other neighbour
+// where the measured table (formats/reciprocal.hpp) says so; subnormal inputs and results flushed.
+Real rcp_approx_ftz(const Real& x);
 
 struct QuantizedBlock {
   std::uint8_t scale = 0;
@@ -26,5 +29,7 @@ struct QuantizedBlock {
 float recipe_tensor_scale(const Recipe& r, float amax);
 QuantizedBlock recipe_quantize_block(const Recipe& r, float g, const std::vector<float>& x);
 std::uint32_t recipe_dequantize_element(const Recipe& r, float g, std::uint8_t scale, std::uint8_t code);
+// E4M3 code of the exact element * scale * factor (the prefill workspace), rounded once.
+std::uint8_t recipe_requantize_e4m3(const Recipe& r, std::uint8_t scale, std::uint8_t code, float factor);
 
 }  // namespace kvq::oracle

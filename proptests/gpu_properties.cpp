@@ -11,6 +11,8 @@
 #include "proptests/conversion_space.hpp"
 #include "proptests/cuda_intrinsic_models.hpp"
 #include "proptests/gpu/format_sweeps.hpp"
+#include "formats/reciprocal.hpp"
+#include "proptests/fast_path_cases.hpp"
 #include "proptests/harness/generators.hpp"
 #include "proptests/harness/property.hpp"
 
@@ -22,12 +24,13 @@ std::string mismatch_line(Format f, const ConversionCase& k, const char* referen
          hex_code(f, m.actual) + "   replay: " + k.encode_replay(m.input);
 }
 
-Outcome intrinsic_sweep(const RunContext& ctx, int which) {
+// An all-2^32 device sweep as an outcome: a counted skip without a GPU; on mismatches the
+// first few, each written by line(mismatch).
+template <typename Sweep, typename Line>
+Outcome sweep_outcome(const RunContext& ctx, Sweep&& sweep, Line&& line) {
   const gpu::DeviceInfo device = gpu::device_info();
   if (!device.available) return skipped(device.why);
-  const IntrinsicModel m = model_of(static_cast<CudaIntrinsic>(which));
-  const ConversionCase k{m.format, m.convention, m.rounding};
-  const gpu::SweepResult r = gpu::sweep_intrinsic(which);
+  const gpu::SweepResult r = sweep();
   if (!r.error.empty()) throw std::runtime_error(r.error);
   Outcome o;
   o.cases = r.inputs;
@@ -35,12 +38,19 @@ Outcome intrinsic_sweep(const RunContext& ctx, int which) {
   if (r.mismatches) {
     std::ostringstream os;
     os << r.mismatches << " of " << r.inputs << " FP32 inputs differ on " << device.name << "; first:\n";
-    for (const auto& x : r.first) os << "  " << mismatch_line(k.target(), k, m.name, x) << "\n";
+    for (const auto& x : r.first) os << "  " << line(x) << "\n";
     o.status = Status::failed;
     o.detail = os.str();
     o.replay = replay_line(ctx);
   }
   return o;
+}
+
+Outcome intrinsic_sweep(const RunContext& ctx, int which) {
+  const IntrinsicModel m = model_of(static_cast<CudaIntrinsic>(which));
+  const ConversionCase k{m.format, m.convention, m.rounding};
+  return sweep_outcome(ctx, [&] { return gpu::sweep_intrinsic(which); },
+                       [&](const gpu::Mismatch& x) { return mismatch_line(k.target(), k, m.name, x); });
 }
 
 Outcome device_vs_host(const RunContext& ctx, const ConversionCase& k) {
@@ -87,7 +97,30 @@ Outcome device_vs_host(const RunContext& ctx, const ConversionCase& k) {
   return o;
 }
 
+// kvq's table model of rcp.approx.ftz.f32 (measured on an H100) against the instruction on this
+// GPU: a port to another GPU generation learns here whether the FlashInfer/vLLM models still hold.
+Outcome rcp_approx_sweep(const RunContext& ctx) {
+  return sweep_outcome(
+      ctx, [] { return gpu::sweep_rcp_approx(reciprocal_detail::sm90_table(), reciprocal_detail::sm90_table_bytes()); },
+      [](const gpu::Mismatch& x) {
+        return hex_code(kFP32, x.input) + " -> rcp.approx.ftz " + hex_code(kFP32, x.expected) + ", model " +
+               hex_code(kFP32, x.actual);
+      });
+}
+
+// The kernels' fast conversions (formats/fast_paths.hpp) against the codec, both on the device.
+Outcome fast_path_sweep(const RunContext& ctx, int which) {
+  return sweep_outcome(ctx, [&] { return gpu::sweep_fast_path(which); }, [](const gpu::Mismatch& x) {
+    return hex_code(kFP32, x.input) + " -> codec " + hex_code(kFP32, x.expected) + ", fast path " +
+           hex_code(kFP32, x.actual);
+  });
+}
+
 void register_gpu_properties() {
+  for (int i = 0; i < kFastPathCount; ++i)
+    add_property("gpu", std::string("fast-paths/") + kFastPathNames[i] + "/device-vs-codec-all-fp32", Device::cuda,
+                 [i](const RunContext& ctx) { return fast_path_sweep(ctx, i); });
+  add_property("gpu", "rcp-approx-ftz/device-instruction-vs-model-all-fp32", Device::cuda, rcp_approx_sweep);
   for (int i = 0; i < kCudaIntrinsicCount; ++i) {
     add_property("gpu", std::string(model_of(static_cast<CudaIntrinsic>(i)).name) + "/device-intrinsic-vs-codec-all-fp32",
                  Device::cuda, [i](const RunContext& ctx) { return intrinsic_sweep(ctx, i); });

@@ -136,6 +136,41 @@ std::string run_gpu(const Problem& p, DType output, std::uint8_t poison, Outputs
 
 const DType kDTypes[] = {DType::fp32, DType::bf16, DType::fp16};
 
+struct WorkspaceProblem {
+  QuantizeShape shape;
+  std::vector<std::uint8_t> codes, scales;
+  float factor = 1.0f;
+};
+
+void showValue(const WorkspaceProblem& w, std::ostream& os) {
+  os << w.shape.rows << "x" << w.shape.cols << " factor " << hex_code(kFP32, bits_of(w.factor));
+}
+
+std::vector<std::uint8_t> run_workspace_cpu(const WorkspaceProblem& w, std::uint8_t poison) {
+  std::vector<std::uint8_t> out(w.shape.rows * w.shape.cols + kGuard, poison);
+  const std::string e = kernels::requantize_e4m3_cpu(w.shape, w.codes.data(), w.scales.data(), w.factor, out.data());
+  if (!e.empty()) throw std::runtime_error(e);
+  return out;
+}
+
+std::string run_workspace_gpu(const WorkspaceProblem& w, std::uint8_t poison, std::vector<std::uint8_t>* out) {
+  out->assign(w.shape.rows * w.shape.cols + kGuard, poison);
+  void *codes = nullptr, *scales = nullptr, *y = nullptr;
+  std::string e = kernels::device::allocate(&codes, w.codes.size());
+  if (e.empty()) e = kernels::device::allocate(&scales, w.scales.size());
+  if (e.empty()) e = kernels::device::allocate(&y, out->size());
+  if (e.empty()) e = kernels::device::upload(codes, w.codes.data(), w.codes.size());
+  if (e.empty()) e = kernels::device::upload(scales, w.scales.data(), w.scales.size());
+  if (e.empty()) e = kernels::device::upload(y, out->data(), out->size());
+  if (e.empty())
+    e = kernels::device::requantize_e4m3(w.shape, static_cast<std::uint8_t*>(codes), static_cast<std::uint8_t*>(scales),
+                                         w.factor, static_cast<std::uint8_t*>(y), nullptr);
+  if (e.empty()) e = kernels::device::synchronize();
+  if (e.empty()) e = kernels::device::download(out->data(), y, out->size());
+  for (void* p : {codes, scales, y}) kernels::device::release(p);
+  return e;
+}
+
 void register_kernel_properties() {
   for (const NamedRecipe& named : kRecipes) {
     for (const DType t : kDTypes) {
@@ -227,6 +262,63 @@ void register_kernel_properties() {
                      return tally.outcome(ctx);
                    });
     }
+  }
+  // The prefill workspace (NVFP4 -> E4M3, and every other recipe): arbitrary code and scale bytes
+  // and an FP32 factor; the twin equals the oracle's exact product rounded once (CI), the GPU
+  // kernel equals the twin byte for byte with poisoned outputs (gpu).
+  for (const NamedRecipe& named : kRecipes) {
+    const Recipe r = named.recipe;
+    const auto workspace = [r](int max_rows) {
+      return rc::gen::exec([=] {
+        WorkspaceProblem w;
+        w.shape = QuantizeShape{r, *rc::gen::inRange(1, max_rows + 1), 0};
+        w.shape.cols = static_cast<std::int64_t>(*rc::gen::inRange(1, 9)) * w.shape.block();
+        const std::uint32_t seed = *rc::gen::arbitrary<std::uint32_t>();
+        w.codes.resize(w.shape.code_bytes());
+        w.scales.resize(w.shape.scale_bytes());
+        for (std::size_t i = 0; i < w.codes.size(); ++i) w.codes[i] = static_cast<std::uint8_t>(mix32(seed + i));
+        for (std::size_t i = 0; i < w.scales.size(); ++i) w.scales[i] = static_cast<std::uint8_t>(mix32(~seed - i));
+        w.factor = *rc::gen::weightedOneOf<float>({
+            {4, rc::gen::map(rc::gen::inRange(-30, 10), [](int k) { return std::ldexp(1.0f / 6.0f, k); })},
+            {4, rc::gen::map(rc::gen::arbitrary<std::uint32_t>(), [](std::uint32_t b) { return float_from_bits(b & 0x7fffffffu); })},
+            {1, rc::gen::element(0.0f, INFINITY, 0x1p-149f, 3.4028235e38f)}});
+        RC_PRE(!std::isnan(w.factor));
+        return w;
+      });
+    };
+    add_property("kernels", std::string(named.name) + "/workspace-e4m3/cpu-twin-vs-oracle", Device::cpu,
+                 [r, workspace](const RunContext& ctx) {
+                   const auto problems = workspace(6);
+                   return check_random(ctx, [&] {
+                     const WorkspaceProblem w = *problems;
+                     const QuantizeShape& s = w.shape;
+                     const std::vector<std::uint8_t> out = run_workspace_cpu(w, 0xA5);
+                     const std::int64_t n = s.rows * s.cols;
+                     RC_ASSERT(used(out, n) == used(run_workspace_cpu(w, 0x5A), n));  // every byte written
+                     for (std::int64_t row = 0; row < s.rows; ++row)
+                       for (std::int64_t j = 0; j < s.cols; ++j) {
+                         const std::uint8_t code = kernels::code_at(s, w.codes.data() + row * s.code_bytes_per_row(), j);
+                         const std::uint8_t scale = s.scales_per_row() ? w.scales[row * s.scales_per_row() + j / s.block()] : 0;
+                         RC_ASSERT(hex_code(kE4M3FN, out[row * s.cols + j]) ==
+                                   hex_code(kE4M3FN, oracle::recipe_requantize_e4m3(r, scale, code, w.factor)));
+                       }
+                     for (std::size_t i = n; i < out.size(); ++i) RC_ASSERT(out[i] == 0xA5);  // nothing past the end
+                   });
+                 });
+    add_property("gpu", "kernels/" + std::string(named.name) + "/workspace-e4m3/device-vs-cpu-twin", Device::cuda,
+                 [workspace](const RunContext& ctx) {
+                   std::string why;
+                   if (!kernels::device::available(&why)) return skipped(why);
+                   const auto problems = workspace(300);
+                   return check_random(ctx, [&] {
+                     const WorkspaceProblem w = *problems;
+                     const std::vector<std::uint8_t> want = run_workspace_cpu(w, 0xA5);
+                     std::vector<std::uint8_t> got;
+                     const std::string e = run_workspace_gpu(w, 0xA5, &got);
+                     RC_ASSERT(e.empty());
+                     RC_ASSERT(got == want);
+                   });
+                 });
   }
   // The kernels' input loads (fast paths) against the oracle, every BF16 and FP16 pattern.
   add_property("kernels", "input-loads-exact-for-every-bf16-and-fp16", Device::cpu, [](const RunContext& ctx) {

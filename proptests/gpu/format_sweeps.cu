@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "formats/codec.hpp"
+#include "formats/reciprocal.hpp"
+#include "proptests/fast_path_cases.hpp"
 #include "proptests/cuda_intrinsics.hpp"
 #include "proptests/gpu/format_sweeps.hpp"
 #include "proptests/harness/mix32.hpp"
@@ -33,6 +35,63 @@ __global__ void intrinsic_sweep_kernel(std::uint64_t begin, std::uint64_t count,
     const std::uint32_t expected = props::call_intrinsic(kWhich, as_float(bits));
     const auto actual = static_cast<std::uint32_t>(encode(f, c, unpack(kFP32, bits)));
     if (expected != actual) {
+      ++local;
+      const unsigned slot = atomicAdd(&counters->kept, 1u);
+      if (slot < kKeep) counters->first[slot] = Mismatch{bits, expected, actual};
+    }
+  }
+  if (local) atomicAdd(&counters->mismatches, local);
+}
+
+template <props::FastPath kPath>
+__global__ void fast_path_sweep_kernel(Counters* counters) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  unsigned long long local = 0;
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < (1ull << 32);
+       i += stride) {
+    const auto bits = static_cast<std::uint32_t>(i);
+    const std::uint32_t expected = props::fast_path_reference(kPath, bits);
+    const std::uint32_t actual = props::fast_path_result(kPath, bits);
+    if (!props::fast_path_agrees(kPath, actual, expected)) {
+      ++local;
+      const unsigned slot = atomicAdd(&counters->kept, 1u);
+      if (slot < kKeep) counters->first[slot] = Mismatch{bits, expected, actual};
+    }
+  }
+  if (local) atomicAdd(&counters->mismatches, local);
+}
+
+cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
+  using props::FastPath;
+  switch (static_cast<FastPath>(which)) {
+#define KVQ_FAST_CASE(name) \
+  case FastPath::name: fast_path_sweep_kernel<FastPath::name><<<blocks, 256>>>(counters); return cudaGetLastError();
+    KVQ_FAST_CASE(e2m1_rne)
+    KVQ_FAST_CASE(e2m1_rna)
+    KVQ_FAST_CASE(e4m3_satfinite)
+    KVQ_FAST_CASE(bf16_rne)
+    KVQ_FAST_CASE(fp16_rne)
+    KVQ_FAST_CASE(e2m1_value)
+    KVQ_FAST_CASE(e4m3_value)
+    KVQ_FAST_CASE(int4_rne)
+    KVQ_FAST_CASE(int8_rne)
+    KVQ_FAST_CASE(int4_value)
+    KVQ_FAST_CASE(int8_value)
+#undef KVQ_FAST_CASE
+  }
+  return cudaErrorInvalidValue;
+}
+
+__global__ void rcp_sweep_kernel(const std::uint8_t* table, Counters* counters) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  unsigned long long local = 0;
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < (1ull << 32);
+       i += stride) {
+    const auto bits = static_cast<std::uint32_t>(i);
+    const std::uint32_t expected = __float_as_uint(rcp_approx_ftz(as_float(bits)));  // the instruction
+    const std::uint32_t actual = __float_as_uint(rcp_approx_ftz_with(table, as_float(bits)));
+    const bool both_nan = (expected & 0x7fffffffu) > 0x7f800000u && (actual & 0x7fffffffu) > 0x7f800000u;
+    if (expected != actual && !both_nan) {
       ++local;
       const unsigned slot = atomicAdd(&counters->kept, 1u);
       if (slot < kKeep) counters->first[slot] = Mismatch{bits, expected, actual};
@@ -107,22 +166,19 @@ DeviceInfo device_info() {
   return info;
 }
 
-SweepResult sweep_intrinsic(int intrinsic) {
-  SweepResult r;
+namespace {
+
+// Runs launch(counters) once over all 2^32 inputs, timed with events; collects the counters.
+template <typename Launch>
+SweepResult counted_sweep(const char* what, Launch&& launch) {
   Counters* counters = nullptr;
-  cudaEvent_t start, stop;
   cudaError_t e = cudaMalloc(&counters, sizeof(Counters));
-  if (e != cudaSuccess) return SweepResult{error_text("cudaMalloc", e)};
-  cudaMemset(counters, 0, sizeof(Counters));
+  if (e == cudaSuccess) e = cudaMemset(counters, 0, sizeof(Counters));
+  cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  const int blocks = sweep_blocks();
-  const std::uint64_t all = std::uint64_t{1} << 32;
-  e = launch_by_index(intrinsic, 0, 1u << 20, counters, blocks);  // warm-up: module load stays out of the timing
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  if (e == cudaSuccess) e = cudaMemset(counters, 0, sizeof(Counters));
   cudaEventRecord(start);
-  if (e == cudaSuccess) e = launch_by_index(intrinsic, 0, all, counters, blocks);
+  if (e == cudaSuccess) e = launch(counters);
   cudaEventRecord(stop);
   if (e == cudaSuccess) e = cudaEventSynchronize(stop);
   Counters host{};
@@ -132,11 +188,46 @@ SweepResult sweep_intrinsic(int intrinsic) {
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   cudaFree(counters);
-  if (e != cudaSuccess) return SweepResult{error_text("intrinsic sweep", e)};
-  r.inputs = all;
+  if (e != cudaSuccess) return SweepResult{error_text(what, e)};
+  SweepResult r;
+  r.inputs = std::uint64_t{1} << 32;
   r.mismatches = host.mismatches;
   for (unsigned i = 0; i < host.kept && i < kKeep; ++i) r.first.push_back(host.first[i]);
   r.milliseconds = ms;
+  return r;
+}
+
+}  // namespace
+
+SweepResult sweep_intrinsic(int intrinsic) {
+  // Warm-up on a slice first: module load stays out of the timing.
+  SweepResult warm = counted_sweep("intrinsic sweep", [&](Counters* c) {
+    return launch_by_index(intrinsic, 0, 1u << 20, c, sweep_blocks());
+  });
+  if (!warm.error.empty()) return warm;
+  return counted_sweep("intrinsic sweep", [&](Counters* c) {
+    return launch_by_index(intrinsic, 0, std::uint64_t{1} << 32, c, sweep_blocks());
+  });
+}
+
+SweepResult sweep_fast_path(int which) {
+  return counted_sweep("fast-path sweep", [&](Counters* c) { return launch_fast_path(which, c, sweep_blocks()); });
+}
+
+SweepResult sweep_rcp_approx(const std::uint8_t* table, std::size_t table_bytes) {
+  if (table_bytes != (std::size_t{1} << 20)) return SweepResult{"the reciprocal table must hold 2^20 bytes"};
+  std::uint8_t* device_table = nullptr;
+  cudaError_t e = cudaMalloc(&device_table, table_bytes);
+  if (e == cudaSuccess) e = cudaMemcpy(device_table, table, table_bytes, cudaMemcpyHostToDevice);
+  if (e != cudaSuccess) {
+    cudaFree(device_table);
+    return SweepResult{error_text("rcp.approx table", e)};
+  }
+  SweepResult r = counted_sweep("rcp.approx sweep", [&](Counters* c) {
+    rcp_sweep_kernel<<<sweep_blocks(), 256>>>(device_table, c);
+    return cudaGetLastError();
+  });
+  cudaFree(device_table);
   return r;
 }
 

@@ -3,6 +3,7 @@
 // stub answers "unavailable" and every GPU property is a counted skip.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,6 +37,14 @@ struct SweepResult {
 // kvq's cuda-* model against the CUDA intrinsic `intrinsic` (proptests/cuda_intrinsics.hpp)
 // on the device, over every FP32 bit pattern.
 SweepResult sweep_intrinsic(int intrinsic);
+
+// PTX rcp.approx.ftz.f32 against kvq's table model (formats/reciprocal.hpp), run on the device
+// with a copy of `table` (2^20 bytes), over every FP32 bit pattern.
+SweepResult sweep_rcp_approx(const std::uint8_t* table, std::size_t table_bytes);
+
+// Fast path `which` (proptests/fast_path_cases.hpp) against the device-compiled codec, on the
+// device, over every FP32 bit pattern.
+SweepResult sweep_fast_path(int which);
 
 // The device-compiled codec over inputs [begin, begin + count) into codes (host memory).
 // random_bits for stochastic rounding are kvq::props::mix32(input) on both sides.

@@ -1,0 +1,98 @@
+// Fast conversions for the kernels' inner loops, each equal to the codec for every input:
+// the gpu suite compares them with the device-compiled codec over all 2^32 FP32 inputs
+// (fast-paths/...), the formats suite on the CPU over a stratified sample of 2^24 inputs.
+// Where the device has an exact conversion instruction (cvt to E4M3, FP16, from E4M3) the
+// device path uses it and the host path is the codec; everything else is the same integer
+// code on both sides.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#endif
+
+#include "formats/conventions.hpp"
+#include "formats/float_bits.hpp"
+
+namespace kvq {
+
+// FP32 -> E2M1, CUDA satfinite (saturate; NaN -> +6 = 0x7), round half to even or (ties_away)
+// half away from zero. |y| < 1 is the subnormal binade (0, 0.5, 1.0 by thresholds); above it
+// E2M1 keeps one mantissa bit of the FP32 pattern, rounded by an integer add.
+KVQ_HD inline std::uint8_t e2m1_satfinite_fast(float y, bool ties_away) {
+  // Branch-free (both binades computed, then selected): elements of a warp take different paths.
+  const std::uint32_t b = bits_of(y), mag = b & 0x7fffffffu;
+  const bool past_quarter = ties_away ? mag >= 0x3e800000u : mag > 0x3e800000u;  // 0.25
+  const std::uint32_t below_one = mag >= 0x3f400000u ? 2u : (past_quarter ? 1u : 0u);  // 0.75 rounds to 1.0
+  const std::uint32_t half = ties_away ? 0x200000u : 0x1fffffu + ((mag >> 22) & 1u);
+  const std::uint32_t rounded = ((mag + half) >> 22) - 252u;  // 1.0 = 0x3f800000 >> 22 = 254 is code 2
+  const std::uint32_t normal = rounded > 7u ? 7u : rounded;   // inf saturates (NaN is selected below)
+  const std::uint32_t code = ((b >> 28) & 0x8u) | (mag < 0x3f800000u ? below_one : normal);
+  return static_cast<std::uint8_t>(mag > 0x7f800000u ? 0x7u : code);
+}
+
+// E2M1 code -> FP32 (exact): 0, 0.5, then 2^(e-1) * 1.m from the code's own bits.
+KVQ_HD inline float e2m1_value_fast(std::uint8_t code) {
+  const std::uint32_t c = code & 7u, sign = static_cast<std::uint32_t>(code & 8u) << 28;
+  const std::uint32_t mag = c >= 2u ? (c + 252u) << 22 : (c == 1u ? 0x3f000000u : 0u);
+  return float_from_bits(sign | mag);
+}
+
+// FP32 -> E4M3FN, CUDA satfinite RNE (the cuda-satfinite convention).
+KVQ_HD inline std::uint8_t e4m3_satfinite_fast(float y) {
+#if defined(__CUDA_ARCH__)
+  return static_cast<std::uint8_t>(__nv_cvt_float_to_fp8(y, __NV_SATFINITE, __NV_E4M3));
+#else
+  return static_cast<std::uint8_t>(
+      encode_float(kE4M3FN, convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even), y));
+#endif
+}
+
+// E4M3FN code -> FP32 (exact; NaN codes give a NaN, payload unspecified).
+KVQ_HD inline float e4m3_value_fast(std::uint8_t code) {
+#if defined(__CUDA_ARCH__)
+  const __half_raw h = __nv_cvt_fp8_to_halfraw(code, __NV_E4M3);
+  return __half2float(__half(h));
+#else
+  return decode_float(kE4M3FN, code);
+#endif
+}
+
+// FP32 -> INT4 / INT8 (formats/format.hpp: value k * 2^-frac_bits, |k| <= max_k, sign-magnitude
+// codes) with RNE, saturating, NaN -> +max like E2M1. |y| * 2^frac_bits is exact in FP32 (or
+// rounds to 0 either way when subnormal); rintf rounds half to even.
+KVQ_HD inline std::uint8_t int_satfinite_fast(float y, int frac_bits, int max_k) {
+  const std::uint32_t b = bits_of(y);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint8_t>(max_k);
+  const float k = rintf(float_from_bits(b & 0x7fffffffu) * static_cast<float>(1 << frac_bits));
+  const auto magnitude = static_cast<std::uint32_t>(k > static_cast<float>(max_k) ? static_cast<float>(max_k) : k);
+  return static_cast<std::uint8_t>(((b >> 31) ? static_cast<std::uint32_t>(max_k + 1) : 0u) | magnitude);
+}
+KVQ_HD inline float int_value_fast(std::uint8_t code, int frac_bits, int max_k) {
+  const float v = static_cast<float>(code & max_k) / static_cast<float>(1 << frac_bits);  // exact
+  return (code & (max_k + 1)) ? -v : v;
+}
+
+// FP32 -> BF16 round to nearest even, IEEE overflow; NaN keeps sign and top payload, quiet bit set.
+KVQ_HD inline std::uint16_t bf16_rne_fast(float y) {
+  const std::uint32_t b = bits_of(y);
+  if ((b & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((b >> 16) | 0x40u);
+  return static_cast<std::uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+}
+
+// FP32 -> FP16 round to nearest even (subnormals kept), IEEE overflow; NaN as bf16_rne_fast.
+KVQ_HD inline std::uint16_t fp16_rne_fast(float y) {
+  const std::uint32_t b = bits_of(y);
+  if ((b & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<std::uint16_t>(((b >> 16) & 0x8000u) | 0x7e00u | ((b >> 13) & 0x3ffu));
+#if defined(__CUDA_ARCH__)
+  return __half_as_ushort(__float2half_rn(y));
+#else
+  return static_cast<std::uint16_t>(encode_float(kFP16, Conversion{}, y));
+#endif
+}
+
+}  // namespace kvq

@@ -1,0 +1,70 @@
+// 1/x as kernels compute it: IEEE (correctly rounded), or PTX rcp.approx.ftz.f32, which the
+// FlashInfer and vLLM NVFP4 quantizers use (REFERENCE.md section 4).
+//
+// rcp.approx.ftz.f32 is not correctly rounded: on sm_90, 1,108,522 of the 2^23 mantissas of
+// [1, 2) (13.2%) give the other neighbour of the exact reciprocal (never further than that).
+// The result depends on the mantissa alone, scaled by the exponent; subnormal inputs read as
+// +-0 (result +-inf) and subnormal results are flushed to +-0. The host model below is that
+// rule plus the measured one-bit-per-mantissa table (formats/data/); on the device the
+// instruction itself runs. The gpu suite holds the two equal over all 2^32 inputs.
+// All E4M3 mantissas, 1.5 (6.0) and 1.75 are correctly rounded, so a recipe whose global
+// scale is a power of two sees IEEE reciprocals only.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "formats/float_bits.hpp"
+
+namespace kvq {
+
+enum class Reciprocal : std::uint8_t {
+  ieee,        // 1.0f / x, correctly rounded
+  approx_ftz,  // rcp.approx.ftz.f32 (sm_90)
+};
+
+namespace reciprocal_detail {
+const std::uint8_t* sm90_table();  // formats/data/rcp_approx_table.cpp: 2^20 bytes, bit m = mantissa m
+std::size_t sm90_table_bytes();
+}  // namespace reciprocal_detail
+
+// The model of rcp.approx.ftz.f32 given its one-binade table (bit m set: 1/1.m is the other
+// neighbour of the exact reciprocal, not the nearest). Host and device (the gpu sweep runs it
+// against the instruction).
+KVQ_HD inline float rcp_approx_ftz_with(const std::uint8_t* table, float x) {
+  const std::uint32_t b = bits_of(x), sign = b & 0x80000000u, mag = b & 0x7fffffffu;
+  if (mag > 0x7f800000u) return float_from_bits(0x7fffffffu);  // NaN: the GPU's canonical NaN
+  if (mag == 0x7f800000u) return float_from_bits(sign);        // 1/inf = 0
+  const int field = static_cast<int>(mag >> 23);
+  if (field == 0) return float_from_bits(sign | 0x7f800000u);  // zero or flushed subnormal: inf
+  const std::uint32_t mantissa = mag & 0x7fffffu;
+  const float m = float_from_bits(0x3f800000u | mantissa);
+  std::uint32_t r = bits_of(1.0f / m);  // IEEE division (no fast math, -prec-div=true)
+  if ((table[mantissa >> 3] >> (mantissa & 7)) & 1u) {
+    // The other neighbour of the exact 1/m: m * r - 1 is exact in double (24 x 24 bits).
+    const double residual = static_cast<double>(m) * static_cast<double>(float_from_bits(r)) - 1.0;
+    r = residual < 0 ? r + 1 : r - 1;
+  }
+  const int result_field = static_cast<int>(r >> 23) - (field - 127);
+  if (result_field <= 0) return float_from_bits(sign);  // subnormal result flushed
+  return float_from_bits(sign | (static_cast<std::uint32_t>(result_field) << 23) | (r & 0x7fffffu));
+}
+
+// Host model of rcp.approx.ftz.f32 on sm_90, with the measured table.
+inline float rcp_approx_ftz_model(float x) { return rcp_approx_ftz_with(reciprocal_detail::sm90_table(), x); }
+
+KVQ_HD inline float rcp_approx_ftz(float x) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#else
+  return rcp_approx_ftz_model(x);
+#endif
+}
+
+KVQ_HD inline float reciprocal(Reciprocal kind, float x) {
+  return kind == Reciprocal::approx_ftz ? rcp_approx_ftz(x) : 1.0f / x;
+}
+
+}  // namespace kvq

@@ -1,0 +1,71 @@
+// The fast conversion paths (formats/fast_paths.hpp) and the codec conversion each must equal,
+// as numbered cases shared by the CPU sample (fast_path_properties.cpp) and the GPU sweep over
+// all 2^32 inputs (gpu/format_sweeps.cu). Decode cases read the input's low byte as the code.
+#pragma once
+
+#include <cstdint>
+
+#include "formats/fast_paths.hpp"
+
+namespace kvq::props {
+
+enum class FastPath : int {
+  e2m1_rne, e2m1_rna, e4m3_satfinite, bf16_rne, fp16_rne, e2m1_value, e4m3_value, int4_rne, int8_rne, int4_value, int8_value
+};
+inline constexpr int kFastPathCount = 11;
+inline constexpr const char* kFastPathNames[kFastPathCount] = {
+    "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
+    "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value"};
+
+KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
+  const float x = float_from_bits(bits);
+  const auto code = static_cast<std::uint8_t>(bits & 0xFF);
+  switch (p) {
+    case FastPath::e2m1_rne: return e2m1_satfinite_fast(x, false);
+    case FastPath::e2m1_rna: return e2m1_satfinite_fast(x, true);
+    case FastPath::e4m3_satfinite: return e4m3_satfinite_fast(x);
+    case FastPath::bf16_rne: return bf16_rne_fast(x);
+    case FastPath::fp16_rne: return fp16_rne_fast(x);
+    case FastPath::e2m1_value: return bits_of(e2m1_value_fast(code & 0xF));
+    case FastPath::e4m3_value: return bits_of(e4m3_value_fast(code));
+    case FastPath::int4_rne: return int_satfinite_fast(x, 2, 7);
+    case FastPath::int8_rne: return int_satfinite_fast(x, 6, 127);
+    case FastPath::int4_value: return bits_of(int_value_fast(code & 0xF, 2, 7));
+    case FastPath::int8_value: return bits_of(int_value_fast(code, 6, 127));
+  }
+  return 0;
+}
+
+KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) {
+  const Conversion e2m1 = convention_conversion(ConventionId::cuda_satfinite, FormatId::e2m1, Rounding::nearest_even);
+  Conversion e2m1_away = e2m1;
+  e2m1_away.rounding = Rounding::nearest_away;
+  const auto code = static_cast<std::uint8_t>(bits & 0xFF);
+  switch (p) {
+    case FastPath::e2m1_rne: return static_cast<std::uint32_t>(encode(kE2M1, e2m1, unpack(kFP32, bits)));
+    case FastPath::e2m1_rna: return static_cast<std::uint32_t>(encode(kE2M1, e2m1_away, unpack(kFP32, bits)));
+    case FastPath::e4m3_satfinite:
+      return static_cast<std::uint32_t>(encode(
+          kE4M3FN, convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even),
+          unpack(kFP32, bits)));
+    case FastPath::bf16_rne: return static_cast<std::uint32_t>(encode(kBF16, Conversion{}, unpack(kFP32, bits)));
+    case FastPath::fp16_rne: return static_cast<std::uint32_t>(encode(kFP16, Conversion{}, unpack(kFP32, bits)));
+    case FastPath::e2m1_value: return static_cast<std::uint32_t>(widen(kE2M1, code & 0xF, kFP32));
+    case FastPath::e4m3_value: return static_cast<std::uint32_t>(widen(kE4M3FN, code, kFP32));
+    case FastPath::int4_rne: return static_cast<std::uint32_t>(encode(kINT4, e2m1, unpack(kFP32, bits)));  // recipes' rule
+    case FastPath::int8_rne: return static_cast<std::uint32_t>(encode(kINT8, e2m1, unpack(kFP32, bits)));
+    case FastPath::int4_value: return static_cast<std::uint32_t>(widen(kINT4, code & 0xF, kFP32));
+    case FastPath::int8_value: return static_cast<std::uint32_t>(widen(kINT8, code, kFP32));
+  }
+  return 0;
+}
+
+// Decoded NaNs may differ in payload (hardware conversions); every other result bit for bit.
+KVQ_HD inline bool fast_path_agrees(FastPath p, std::uint32_t fast, std::uint32_t reference) {
+  const bool value = p == FastPath::e2m1_value || p == FastPath::e4m3_value || p == FastPath::int4_value ||
+                     p == FastPath::int8_value;
+  if (value && (fast & 0x7fffffffu) > 0x7f800000u && (reference & 0x7fffffffu) > 0x7f800000u) return true;
+  return fast == reference;
+}
+
+}  // namespace kvq::props
