@@ -20,8 +20,8 @@ inline constexpr std::array<std::string_view, kFormatCount> kFormatSummaries{
     "s.5e.10m, bias 15, IEEE",
     "s.8e.23m, bias 127, IEEE",
     "s.11e.52m, bias 1023, IEEE",
-    "INT4 as k/4, |k| <= 7 (s.e.mm, bias 1), sign-magnitude codes",
-    "INT8 as k/64, |k| <= 127 (s.e.mmmmmm, bias 1; OCP MXINT8), sign-magnitude codes"};
+    "INT4 as k/4, k in -7..7 (s.e.mm, bias 1), sign-magnitude codes",
+    "INT8 as k/64, k in -127..127 (s.e.mmmmmm, bias 1; OCP MXINT8), sign-magnitude codes"};
 
 inline constexpr std::array<std::string_view, kConventionCount> kConventionNames{
     "ieee", "cuda-satfinite", "cuda-nosat", "ml_dtypes", "torch", "ocp"};
