@@ -13,6 +13,7 @@ constexpr const char* kUsage =
     "  kvq quant RECIPE --in X.npy --out DIR   quantize (float32, or uint16 BF16/FP16 bits)\n"
     "  kvq dequant RECIPE --in DIR --out Y.npy [--dtype fp32|bf16|fp16]\n"
     "  kvq bench [--recipes a,b] [--mib N]  kernel GB/s against D2D copy bandwidth (GPU)\n"
+    "  kvq study qsnr --out DIR [...]       quantization error per recipe x block x distribution\n"
     "  kvq table FORMAT                     every code: hex, bits, exact value\n"
     "  kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna]\n"
     "                                       FP32 inputs on stdin -> codes\n"
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
   if (command == "decode") return kvq::cli::decode_command(args, std::cin, std::cout, std::cerr);
   if (command == "docs") return kvq::cli::docs_command(args, std::cout, std::cerr);
   if (command == "check") return kvq::cli::check_command(args, std::cout, std::cerr);
+  if (command == "study") return kvq::cli::study_command(args, std::cout, std::cerr);
   std::cerr << "kvq: unknown command '" << command << "'\n" << kUsage;
   return 2;
 }
