@@ -20,18 +20,22 @@
 namespace kvq {
 
 // FP32 -> E2M1, CUDA satfinite (saturate; NaN -> +6 = 0x7), round half to even or (ties_away)
-// half away from zero. |y| < 1 is the subnormal binade (0, 0.5, 1.0 by thresholds); above it
-// E2M1 keeps one mantissa bit of the FP32 pattern, rounded by an integer add.
+// half away from zero. E2M1's magnitudes are a uniform grid per range: step 0.5 below 2 (codes
+// 0-4), step 1 in [2, 4) (codes 4-6), step 2 from 4 (codes 6-7). So the code is the nearest
+// integer of |y| / step plus the range's first code: scaling by a power of two is exact (an FP32-
+// subnormal product rounds to 0 either way), rintf rounds half to even, and half away compares
+// the exact fraction v - floor(v) with 0.5 (v + 0.5 would round: 0.49999997 + 0.5 is 1.0 in
+// FP32). FP32 arithmetic throughout: it runs at twice the integer rate on the GPU.
 KVQ_HD inline std::uint8_t e2m1_satfinite_fast(float y, bool ties_away) {
-  // Branch-free (both binades computed, then selected): elements of a warp take different paths.
-  const std::uint32_t b = bits_of(y), mag = b & 0x7fffffffu;
-  const bool past_quarter = ties_away ? mag >= 0x3e800000u : mag > 0x3e800000u;  // 0.25
-  const std::uint32_t below_one = mag >= 0x3f400000u ? 2u : (past_quarter ? 1u : 0u);  // 0.75 rounds to 1.0
-  const std::uint32_t half = ties_away ? 0x200000u : 0x1fffffu + ((mag >> 22) & 1u);
-  const std::uint32_t rounded = ((mag + half) >> 22) - 252u;  // 1.0 = 0x3f800000 >> 22 = 254 is code 2
-  const std::uint32_t normal = rounded > 7u ? 7u : rounded;   // inf saturates (NaN is selected below)
-  const std::uint32_t code = ((b >> 28) & 0x8u) | (mag < 0x3f800000u ? below_one : normal);
-  return static_cast<std::uint8_t>(mag > 0x7f800000u ? 0x7u : code);
+  const float a = fabsf(y);
+  const float per_step = a < 2.0f ? 2.0f : (a < 4.0f ? 1.0f : 0.5f);
+  const float first = a < 2.0f ? 0.0f : (a < 4.0f ? 2.0f : 4.0f);
+  const float v = a * per_step;
+  const float whole = floorf(v);
+  const float k = ties_away ? (v - whole >= 0.5f ? whole + 1.0f : whole) : rintf(v);
+  const float code = fminf(k + first, 7.0f);  // saturate; NaN: fminf gives 7
+  const std::uint32_t sign = a == a ? (bits_of(y) >> 28) & 0x8u : 0u;
+  return static_cast<std::uint8_t>(sign | static_cast<std::uint32_t>(code));
 }
 
 // E2M1 code -> FP32 (exact): 0, 0.5, then 2^(e-1) * 1.m from the code's own bits.
