@@ -4,7 +4,7 @@
 #include <cmath>
 #include <iomanip>
 #include <ostream>
-#include <sstream>
+#include <stdexcept>
 
 #include "experiments/distributions.hpp"
 #include "formats/names.hpp"

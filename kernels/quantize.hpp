@@ -212,23 +212,30 @@ KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const
   io::store_bytes(codes + row * s.code_bytes_per_row() + b * bytes, block_codes, bytes);
 }
 
+// The codes of block (row, b), one a byte (4-bit codes unpacked), and its scale code (0 per tensor).
+template <int kCap>
+KVQ_HD inline std::uint8_t load_block_codes(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                                            int n, std::int64_t row, std::int64_t b, std::uint8_t* out) {
+  const bool packed = s.packed();
+  const int bytes = packed ? n / 2 : n;
+  std::uint8_t raw[kCap];
+  io::load_bytes(codes + row * s.code_bytes_per_row() + b * bytes, bytes, raw);
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) out[i] = packed ? ((i & 1) ? e2m1_odd(raw[i / 2]) : e2m1_even(raw[i / 2])) : raw[i];
+  return s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
+}
+
 // One block (row, b): codes and scale to values of the output type.
 template <int kN = 0>
 KVQ_HD inline void dequantize_one_block(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
                                         float g, DType output, void* y, std::int64_t row, std::int64_t b) {
   constexpr int kCap = kN > 0 ? kN : kMaxBlock;
   const int n = kN > 0 ? kN : s.block();
-  const bool packed = s.packed();
-  const int bytes = packed ? n / 2 : n;
-  std::uint8_t raw[kCap];
+  std::uint8_t block_codes[kCap];
   float values[kCap];
-  io::load_bytes(codes + row * s.code_bytes_per_row() + b * bytes, bytes, raw);
-  const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
+  const std::uint8_t scale = load_block_codes<kCap>(s, codes, scales, n, row, b, block_codes);
   KVQ_UNROLL
-  for (int i = 0; i < n; ++i) {
-    const std::uint8_t code = packed ? ((i & 1) ? e2m1_odd(raw[i / 2]) : e2m1_even(raw[i / 2])) : raw[i];
-    values[i] = dequantize_element(s.recipe, g, scale, code);
-  }
+  for (int i = 0; i < n; ++i) values[i] = dequantize_element(s.recipe, g, scale, block_codes[i]);
   io::store_values(output, y, row * s.cols + b * n, n, values);
 }
 
@@ -238,18 +245,11 @@ KVQ_HD inline void requantize_one_block(const QuantizeShape& s, const std::uint8
                                         float factor, std::uint8_t* out, std::int64_t row, std::int64_t b) {
   constexpr int kCap = kN > 0 ? kN : kMaxBlock;
   const int n = kN > 0 ? kN : s.block();
-  const bool packed = s.packed();
-  const int bytes = packed ? n / 2 : n;
-  std::uint8_t raw[kCap];
-  std::uint8_t result[kCap];
-  io::load_bytes(codes + row * s.code_bytes_per_row() + b * bytes, bytes, raw);
-  const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
+  std::uint8_t block_codes[kCap];
+  const std::uint8_t scale = load_block_codes<kCap>(s, codes, scales, n, row, b, block_codes);
   KVQ_UNROLL
-  for (int i = 0; i < n; ++i) {
-    const std::uint8_t code = packed ? ((i & 1) ? e2m1_odd(raw[i / 2]) : e2m1_even(raw[i / 2])) : raw[i];
-    result[i] = requantize_e4m3(s.recipe, scale, code, factor);
-  }
-  io::store_bytes(out + row * s.cols + b * n, result, n);
+  for (int i = 0; i < n; ++i) block_codes[i] = requantize_e4m3(s.recipe, scale, block_codes[i], factor);
+  io::store_bytes(out + row * s.cols + b * n, block_codes, n);
 }
 
 // GPU: device pointers, an opaque cudaStream_t; returns "" or the CUDA error / validation message.
