@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #if defined(__CUDACC__)
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 #endif
@@ -55,6 +56,22 @@ KVQ_HD inline std::uint8_t e4m3_satfinite_fast(float y) {
 #endif
 }
 
+// FP64 -> E4M3FN, CUDA satfinite RNE, rounded ONCE: first to FP32 rounding to odd (toward zero,
+// then the last bit set if anything was dropped), then RNE to E4M3. FP32 keeps 24 bits, more than
+// E4M3's 4 plus a rounding and a sticky bit, so the odd last bit stands for every dropped bit and
+// the second rounding equals one rounding of the double (Boldo and Melquiond's round-to-odd
+// theorem). Below FP32's normal range every E4M3 result is +-0, which the odd value keeps.
+KVQ_HD inline std::uint8_t e4m3_satfinite_from_double_fast(double x) {
+#if defined(__CUDA_ARCH__)
+  float f = __double2float_rz(x);
+#else
+  float f = static_cast<float>(x);                                               // nearest
+  if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);  // toward zero
+#endif
+  if (static_cast<double>(f) != x && x == x) f = float_from_bits(bits_of(f) | 1u);
+  return e4m3_satfinite_fast(f);
+}
+
 // E4M3FN code -> FP32 (exact; NaN codes give a NaN, payload unspecified).
 KVQ_HD inline float e4m3_value_fast(std::uint8_t code) {
 #if defined(__CUDA_ARCH__)
@@ -81,10 +98,15 @@ KVQ_HD inline float int_value_fast(std::uint8_t code, int frac_bits, int max_k) 
 }
 
 // FP32 -> BF16 round to nearest even, IEEE overflow; NaN keeps sign and top payload, quiet bit set.
+// On the device the non-NaN values go through cvt.rn.bf16.f32 (one instruction).
 KVQ_HD inline std::uint16_t bf16_rne_fast(float y) {
   const std::uint32_t b = bits_of(y);
   if ((b & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((b >> 16) | 0x40u);
+#if defined(__CUDA_ARCH__)
+  return __bfloat16_as_ushort(__float2bfloat16_rn(y));
+#else
   return static_cast<std::uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+#endif
 }
 
 // FP32 -> FP16 round to nearest even (subnormals kept), IEEE overflow; NaN as bf16_rne_fast.

@@ -279,22 +279,33 @@ KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float*
   return 0;
 }
 
-// The value of one element code, in FP32: (v * sf) * g, v * 2^e (exact, rounded once), or v * g.
-// A NaN result is always the canonical 0x7FC00000 (hardware NaN payloads differ between CPU and GPU).
-KVQ_HD inline float dequantize_element_raw(const Recipe& r, float g, std::uint8_t scale_code, std::uint8_t code);
-KVQ_HD inline float dequantize_element(const Recipe& r, float g, std::uint8_t scale_code, std::uint8_t code) {
-  const float v = dequantize_element_raw(r, g, scale_code, code);
-  return v != v ? float_from_bits(0x7fc00000u) : v;
-}
-KVQ_HD inline float dequantize_element_raw(const Recipe& r, float g, std::uint8_t scale_code, std::uint8_t code) {
+// The FP32 multiplier of a block's scale code: its E4M3 value, the exact 2^e (NaN for 0xFF), or
+// 1 (per-tensor recipes have no block scale). A kernel decodes it once per block.
+KVQ_HD inline float block_scale_value(const Recipe& r, std::uint8_t scale_code) {
   switch (r.scale) {
-    case BlockScale::e4m3_two_level: return (element_value(r, code) * e4m3_value_fast(scale_code)) * g;
-    case BlockScale::e8m0_pow2:  // one FP32 multiply by the exact 2^e: the exact product rounded once
-      return scale_code == 0xFF ? float_from_bits(0x7fc00000u)
-                                : element_value(r, code) * pow2_float(static_cast<int>(scale_code) - 127);
-    case BlockScale::tensor_only: return element_value(r, code) * g;
+    case BlockScale::e4m3_two_level: return e4m3_value_fast(scale_code);
+    case BlockScale::e8m0_pow2:
+      return scale_code == 0xFF ? float_from_bits(0x7fc00000u) : pow2_float(static_cast<int>(scale_code) - 127);
+    case BlockScale::tensor_only: return 1.0f;
   }
   return 0.0f;
+}
+
+// The value of one element code, in FP32, given block_scale_value: (v * sf) * g, v * 2^e (one
+// FP32 multiply by the exact 2^e: the exact product rounded once), or v * g. A NaN result is
+// always the canonical 0x7FC00000 (hardware NaN payloads differ between CPU and GPU).
+KVQ_HD inline float dequantize_scaled_element(const Recipe& r, float g, float scale, std::uint8_t code) {
+  const float v = element_value(r, code);
+  float y = 0.0f;
+  switch (r.scale) {
+    case BlockScale::e4m3_two_level: y = (v * scale) * g; break;
+    case BlockScale::e8m0_pow2: y = v * scale; break;
+    case BlockScale::tensor_only: y = v * g; break;
+  }
+  return y != y ? float_from_bits(0x7fc00000u) : y;
+}
+KVQ_HD inline float dequantize_element(const Recipe& r, float g, std::uint8_t scale_code, std::uint8_t code) {
+  return dequantize_scaled_element(r, g, block_scale_value(r, scale_code), code);
 }
 
 // The prefill workspace: an element requantized to E4M3 (cvt.rn.satfinite) from its value
@@ -308,7 +319,7 @@ KVQ_HD inline std::uint8_t requantize_e4m3(const Recipe& r, std::uint8_t scale_c
     scale = scale_code == 0xFF ? static_cast<double>(float_from_bits(0x7fc00000u))
                                : static_cast<double>(pow2_float(static_cast<int>(scale_code) - 127));
   const double exact = (static_cast<double>(element_value(r, code)) * scale) * static_cast<double>(factor);
-  return static_cast<std::uint8_t>(encode_double(kE4M3FN, scale_conversion(), exact));
+  return e4m3_satfinite_from_double_fast(exact);  // == encode_double(kE4M3FN, scale_conversion(), exact)
 }
 
 }  // namespace kvq

@@ -153,6 +153,12 @@ KVQ_HD inline void store_values(DType t, void* y, std::int64_t first, int n, con
 
 KVQ_HD inline void load_bytes(const std::uint8_t* src, int count, std::uint8_t* out) {
 #if defined(__CUDA_ARCH__)
+  if (count == 4 && aligned(src, 4)) {
+    const std::uint32_t w = __ldcs(reinterpret_cast<const unsigned int*>(src));
+    KVQ_UNROLL
+    for (int i = 0; i < 4; ++i) out[i] = static_cast<std::uint8_t>(w >> (8 * i));
+    return;
+  }
   if (aligned(src, 8) && count % 8 == 0) {
     KVQ_UNROLL
     for (int k = 0; k < count / 8; ++k) {
@@ -212,31 +218,46 @@ KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const
   io::store_bytes(codes + row * s.code_bytes_per_row() + b * bytes, block_codes, bytes);
 }
 
-// The codes of block (row, b), one a byte (4-bit codes unpacked), and its scale code (0 per tensor).
+// The codes of elements [first, first + n) of block (row, b), one a byte (4-bit codes unpacked;
+// first even), and the block's scale code (0 per tensor).
 template <int kCap>
-KVQ_HD inline std::uint8_t load_block_codes(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
-                                            int n, std::int64_t row, std::int64_t b, std::uint8_t* out) {
+KVQ_HD inline std::uint8_t load_span_codes(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                                           int first, int n, std::int64_t row, std::int64_t b, std::uint8_t* out) {
   const bool packed = s.packed();
-  const int bytes = packed ? n / 2 : n;
+  const std::int64_t element = b * s.block() + first;
   std::uint8_t raw[kCap];
-  io::load_bytes(codes + row * s.code_bytes_per_row() + b * bytes, bytes, raw);
+  io::load_bytes(codes + row * s.code_bytes_per_row() + (packed ? element / 2 : element), packed ? n / 2 : n, raw);
   KVQ_UNROLL
   for (int i = 0; i < n; ++i) out[i] = packed ? ((i & 1) ? e2m1_odd(raw[i / 2]) : e2m1_even(raw[i / 2])) : raw[i];
   return s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
 }
+template <int kCap>
+KVQ_HD inline std::uint8_t load_block_codes(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                                            int n, std::int64_t row, std::int64_t b, std::uint8_t* out) {
+  return load_span_codes<kCap>(s, codes, scales, 0, n, row, b, out);
+}
 
-// One block (row, b): codes and scale to values of the output type.
+// Elements [first, first + n) of block (row, b): codes and scale to values of the output type.
+// kN > 0 fixes n at compile time. The CPU twin decodes whole blocks (first 0, n = block); the
+// kernels decode spans of kDequantizeSpan elements, a thread each, with the same element code.
+template <int kN = 0>
+KVQ_HD inline void dequantize_span(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+                                   DType output, void* y, std::int64_t row, std::int64_t b, int first, int n_runtime) {
+  constexpr int kCap = kN > 0 ? kN : kMaxBlock;
+  const int n = kN > 0 ? kN : n_runtime;
+  std::uint8_t span_codes[kCap];
+  float values[kCap];
+  const std::uint8_t scale = load_span_codes<kCap>(s, codes, scales, first, n, row, b, span_codes);
+  const float scale_value = block_scale_value(s.recipe, scale);
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) values[i] = dequantize_scaled_element(s.recipe, g, scale_value, span_codes[i]);
+  io::store_values(output, y, row * s.cols + b * s.block() + first, n, values);
+}
+inline constexpr int kDequantizeSpan = 8;  // 16 bytes of BF16/FP16 output, 4 of E2M1 codes
 template <int kN = 0>
 KVQ_HD inline void dequantize_one_block(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
                                         float g, DType output, void* y, std::int64_t row, std::int64_t b) {
-  constexpr int kCap = kN > 0 ? kN : kMaxBlock;
-  const int n = kN > 0 ? kN : s.block();
-  std::uint8_t block_codes[kCap];
-  float values[kCap];
-  const std::uint8_t scale = load_block_codes<kCap>(s, codes, scales, n, row, b, block_codes);
-  KVQ_UNROLL
-  for (int i = 0; i < n; ++i) values[i] = dequantize_element(s.recipe, g, scale, block_codes[i]);
-  io::store_values(output, y, row * s.cols + b * n, n, values);
+  dequantize_span<kN>(s, codes, scales, g, output, y, row, b, 0, s.block());
 }
 
 // One block (row, b): codes and scale to E4M3 workspace codes (requantize_e4m3), one byte each.

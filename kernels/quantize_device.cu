@@ -13,6 +13,8 @@ struct Config {
   FormatId element;
   BlockScale scale;
   int block;
+  TwoLevel two_level = TwoLevel::reference;  // E4M3 two-level scales: one instantiation per style,
+                                             // so no kernel carries the registers of another style
 };
 // The fixed configurations; kernels take an index into this table (nvcc's launch stubs need
 // integral template arguments), kGeneric for the runtime-shaped instantiation.
@@ -23,6 +25,9 @@ constexpr Config kFixed[] = {
     {FormatId::e4m3fn, BlockScale::e8m0_pow2, 32},    {FormatId::e4m3fn, BlockScale::e8m0_pow2, 128},
     {FormatId::e4m3fn, BlockScale::tensor_only, kTensorChunk}, {FormatId::int8, BlockScale::e8m0_pow2, 32},
     {FormatId::int4, BlockScale::e8m0_pow2, 32},      {FormatId::int4, BlockScale::e4m3_two_level, 16},
+    {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::rcp_decode},
+    {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::rcp_encode},
+    {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::four_over_six},
 };
 template <int C>
 constexpr int kBlockOf = C == kGeneric ? 0 : kFixed[C].block;
@@ -32,6 +37,7 @@ __device__ inline QuantizeShape specialise(QuantizeShape s) {
   if constexpr (C != kGeneric) {
     s.recipe.element = kFixed[C].element;
     s.recipe.scale = kFixed[C].scale;
+    if (kFixed[C].scale == BlockScale::e4m3_two_level) s.recipe.two_level = kFixed[C].two_level;
     if (kFixed[C].scale != BlockScale::tensor_only) s.recipe.block = kFixed[C].block;
   }
   return s;
@@ -47,15 +53,29 @@ __global__ void quantize_kernel(QuantizeShape shape, const void* x, float g, std
     quantize_one_block<kBlockOf<C>>(s, T, x, g, codes, scales, 0, k);  // dense rows: block k of row 0
 }
 
+// Fixed shapes: a thread per span of kDequantizeSpan elements (every fixed block is a multiple),
+// so a warp reads and writes contiguous bytes; the generic shape: a thread per block.
+constexpr bool spans_divide_fixed_blocks() {
+  for (const Config& c : kFixed)
+    if (c.block % kDequantizeSpan) return false;
+  return true;
+}
+static_assert(spans_divide_fixed_blocks(), "every fixed block is a whole number of dequantize spans");
+template <int C>
+constexpr int kSpanOf = C == kGeneric ? 0 : kDequantizeSpan;
 template <int C, DType T>
 __global__ void dequantize_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
                                   void* y) {
   const QuantizeShape s = specialise<C>(shape);
-  const std::int64_t blocks_per_row = s.cols / s.block();
-  const std::int64_t total = s.rows * blocks_per_row;
+  const int n = C == kGeneric ? s.block() : kSpanOf<C>;
+  const int spans_per_block = s.block() / n;
+  const std::int64_t total = s.rows * (s.cols / n);
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
-       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    dequantize_one_block<kBlockOf<C>>(s, codes, scales, g, T, y, 0, k);
+       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t block = k / spans_per_block;  // dense rows: block `block` of row 0
+    const int first = static_cast<int>(k - block * spans_per_block) * n;
+    dequantize_span<kSpanOf<C>>(s, codes, scales, g, T, y, 0, block, first, n);
+  }
 }
 
 template <int C>
@@ -100,14 +120,15 @@ cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
     return cudaErrorInvalidValue;
   };
   const auto matches = [&](const Config& c) {
-    return c.element == s.recipe.element && c.scale == s.recipe.scale && c.block == s.block();
+    return c.element == s.recipe.element && c.scale == s.recipe.scale && c.block == s.block() &&
+           (c.scale != BlockScale::e4m3_two_level || c.two_level == s.recipe.two_level);
   };
 #define KVQ_FIXED(i) \
   if (matches(kFixed[i])) return with_type.template operator()<i>();
   KVQ_FIXED(0) KVQ_FIXED(1) KVQ_FIXED(2) KVQ_FIXED(3) KVQ_FIXED(4) KVQ_FIXED(5) KVQ_FIXED(6) KVQ_FIXED(7)
-  KVQ_FIXED(8) KVQ_FIXED(9)
+  KVQ_FIXED(8) KVQ_FIXED(9) KVQ_FIXED(10) KVQ_FIXED(11) KVQ_FIXED(12)
 #undef KVQ_FIXED
-  static_assert(sizeof(kFixed) / sizeof(kFixed[0]) == 10, "one KVQ_FIXED line per fixed configuration");
+  static_assert(sizeof(kFixed) / sizeof(kFixed[0]) == 13, "one KVQ_FIXED line per fixed configuration");
   return with_type.template operator()<kGeneric>();
 }
 
@@ -153,9 +174,9 @@ std::string quantize(const QuantizeShape& s, DType input, const void* x, float g
 std::string dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
                        DType output, void* y, void* stream) {
   if (auto e = validate(s); !e.empty()) return e;
-  const std::int64_t work = s.rows * (s.cols / s.block());
-  if (work == 0) return {};
-  const int grid = grid_for(work, kThreads);
+  const std::int64_t work = s.rows * (s.cols / kDequantizeSpan);  // spans (fixed shapes), or more than blocks
+  if (s.rows * s.cols == 0) return {};
+  const int grid = grid_for(work < 1 ? 1 : work, kThreads);
   return status(dispatch(s, output, [&]<int C, DType T>() {
     dequantize_kernel<C, T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, y);
     return cudaGetLastError();

@@ -6,16 +6,27 @@
 #include <cstdint>
 
 #include "formats/fast_paths.hpp"
+#include "proptests/harness/mix32.hpp"
 
 namespace kvq::props {
 
 enum class FastPath : int {
-  e2m1_rne, e2m1_rna, e4m3_satfinite, bf16_rne, fp16_rne, e2m1_value, e4m3_value, int4_rne, int8_rne, int4_value, int8_value
+  e2m1_rne, e2m1_rna, e4m3_satfinite, bf16_rne, fp16_rne, e2m1_value, e4m3_value, int4_rne, int8_rne, int4_value, int8_value,
+  e4m3_from_fp64, e4m3_from_fp64_sticky
 };
-inline constexpr int kFastPathCount = 11;
+inline constexpr int kFastPathCount = 13;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
-    "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value"};
+    "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
+    "e4m3-from-fp64-rne-satfinite", "e4m3-from-fp64-sticky-rne-satfinite"};
+
+// The FP64 cases read the input as the HIGH word of a double: low word 0 (every FP32-exact
+// midpoint and code exactly), or a nonzero hash of it (just above each such value, and just
+// below the next one): the inputs where rounding via FP32 could go wrong.
+KVQ_HD inline double fp64_case_input(FastPath p, std::uint32_t bits) {
+  const std::uint32_t low = p == FastPath::e4m3_from_fp64_sticky ? mix32(bits) | 1u : 0u;
+  return double_from_bits(static_cast<std::uint64_t>(bits) << 32 | low);
+}
 
 KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
   const float x = float_from_bits(bits);
@@ -32,6 +43,8 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
     case FastPath::int8_rne: return int_satfinite_fast(x, 6, 127);
     case FastPath::int4_value: return bits_of(int_value_fast(code & 0xF, 2, 7));
     case FastPath::int8_value: return bits_of(int_value_fast(code, 6, 127));
+    case FastPath::e4m3_from_fp64:
+    case FastPath::e4m3_from_fp64_sticky: return e4m3_satfinite_from_double_fast(fp64_case_input(p, bits));
   }
   return 0;
 }
@@ -56,6 +69,11 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
     case FastPath::int8_rne: return static_cast<std::uint32_t>(encode(kINT8, e2m1, unpack(kFP32, bits)));
     case FastPath::int4_value: return static_cast<std::uint32_t>(widen(kINT4, code & 0xF, kFP32));
     case FastPath::int8_value: return static_cast<std::uint32_t>(widen(kINT8, code, kFP32));
+    case FastPath::e4m3_from_fp64:
+    case FastPath::e4m3_from_fp64_sticky:
+      return static_cast<std::uint32_t>(encode_double(
+          kE4M3FN, convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even),
+          fp64_case_input(p, bits)));
   }
   return 0;
 }

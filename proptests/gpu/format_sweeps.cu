@@ -77,6 +77,8 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
     KVQ_FAST_CASE(int8_rne)
     KVQ_FAST_CASE(int4_value)
     KVQ_FAST_CASE(int8_value)
+    KVQ_FAST_CASE(e4m3_from_fp64)
+    KVQ_FAST_CASE(e4m3_from_fp64_sticky)
 #undef KVQ_FAST_CASE
   }
   return cudaErrorInvalidValue;
