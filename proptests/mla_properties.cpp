@@ -479,6 +479,31 @@ void register_workspace_properties() {
     o.metrics = {{"elements", static_cast<double>(elements)}, {"double_rounding_via_bf16_differs", static_cast<double>(double_rounding)}};
     return o;
   });
+  // The kernel's own bounds checks (the launcher cannot read device tables): a page id out of
+  // range gives 0x7F codes, rows past workspace_tokens are not written, nothing past the outputs.
+  add_property("mla", "workspace-nvfp4-paged/bad-tables-stay-in-bounds", Device::cpu, [](const RunContext& ctx) {
+    return check_fraction(ctx, 10, [] {
+      WorkspaceProblem p = *gen_workspace(6, 4);
+      for (std::size_t i = 0; i < p.tables.size(); i += 2) p.tables[i] = i % 4 ? -3 : static_cast<std::int32_t>(p.w.pages.num_blocks);
+      const std::int64_t full = p.w.workspace_tokens;
+      p.w.workspace_tokens = full / 2;
+      const auto& g = p.w.pages;
+      const std::size_t bytes = static_cast<std::size_t>(p.w.workspace_bytes());
+      WorkspaceOut o{Bytes(bytes + kGuard, 0xA5), Bytes(bytes + kGuard, 0xA5)};
+      for (std::int64_t item = 0; item < p.w.items(); ++item)
+        kernels::nvfp4_page_to_workspace_item(p.w, p.cache.data(), p.tables.data(), p.cu.data(), p.factor_k, p.factor_v,
+                                              o.k.data(), o.v.data(), item);
+      RC_ASSERT(tail_is(o.k, bytes, 0xA5) && tail_is(o.v, bytes, 0xA5));
+      for (std::int64_t req = 0; req < p.w.batch; ++req)
+        for (std::int64_t pos = 0; pos < p.cu[req + 1] - p.cu[req] && p.cu[req] + pos < p.w.workspace_tokens; ++pos) {
+          const std::int32_t page = p.tables[static_cast<std::size_t>(req * p.w.max_blocks_per_seq + pos / g.block_size)];
+          if (page >= 0 && page < g.num_blocks) continue;
+          const std::size_t row = static_cast<std::size_t>((p.cu[req] + pos) * g.heads * g.head_dim);
+          for (std::size_t i = 0; i < static_cast<std::size_t>(g.heads * g.head_dim); ++i)
+            RC_ASSERT(o.k[row + i] == 0x7F && o.v[row + i] == 0x7F);
+        }
+    });
+  });
   // Every (E2M1 code, E4M3 scale) pair at a few workspace factors: the twin's single rounding ==
   // the oracle, and where rounding through BF16 first would differ, counted (and shown).
   add_property("mla", "workspace-nvfp4-paged/double-rounding-via-bf16-count", Device::cpu, [](const RunContext& ctx) {
@@ -781,6 +806,35 @@ void register_gpu_properties() {
       RC_ASSERT(got.k == want.k);
       RC_ASSERT(got.v == want.v);
     }
+  });
+  // Tables the launchers cannot check: the kernels stay in bounds as documented (a slot past the
+  // cache skipped; a page id out of range gives 0x7F codes; rows past workspace_tokens skipped).
+  // Expected bytes: the per-piece functions run on the host without the twins' table checks.
+  add_gpu("quantize/slots-past-the-cache-skipped", 10, [] {
+    QuantProblem p = *gen_quant(MlaLayoutId::fp8_nope_block_scale_bf16_rope, 8);
+    for (std::size_t i = 0; i < p.slots.size(); i += 3) p.slots[i] = p.cache.slots() + static_cast<std::int64_t>(i);
+    Bytes want(static_cast<std::size_t>(p.cache.bytes()) + kGuard, 0xFF), got;
+    for (std::int64_t i = 0; i < p.tokens; ++i) {
+      const std::int64_t slot = p.slots[static_cast<std::size_t>(i)];
+      if (slot >= 0 && slot < p.cache.slots())
+        for (int piece = 0; piece < kernels::mla_quantize_pieces(p.cache.desc()); ++piece)
+          kernels::mla_quantize_piece(p.cache, p.x.data(), i, want.data(), slot, piece);
+    }
+    RC_ASSERT(quant_gpu(p, 0xFF, &got).empty());
+    RC_ASSERT(got == want);
+  });
+  add_gpu("workspace-nvfp4-paged/bad-pages-and-rows-stay-in-bounds", 10, [] {
+    WorkspaceProblem p = *gen_workspace(8, 6);
+    for (std::size_t i = 0; i < p.tables.size(); i += 2) p.tables[i] = i % 4 ? -3 : static_cast<std::int32_t>(p.w.pages.num_blocks);
+    p.w.workspace_tokens = p.w.workspace_tokens / 2;  // cu_seq_lens run past the workspace
+    const std::size_t bytes = static_cast<std::size_t>(p.w.workspace_bytes()) + kGuard;
+    WorkspaceOut want{Bytes(bytes, 0xFF), Bytes(bytes, 0xFF)}, got;
+    for (std::int64_t item = 0; item < p.w.items(); ++item)
+      kernels::nvfp4_page_to_workspace_item(p.w, p.cache.data(), p.tables.data(), p.cu.data(), p.factor_k, p.factor_v,
+                                            want.k.data(), want.v.data(), item);
+    RC_ASSERT(workspace_gpu(p, 0xFF, &got).empty());
+    RC_ASSERT(got.k == want.k);
+    RC_ASSERT(got.v == want.v);
   });
   add_gpu_large("workspace-nvfp4-paged", [](std::uint32_t seed) -> std::string {
     WorkspaceProblem p;  // 8 requests x up to 1024 tokens, 8 heads x 128: ~1M items, shuffled shared pages
