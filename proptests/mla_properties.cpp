@@ -447,7 +447,7 @@ void register_workspace_properties() {
   // the vLLM page formula written out here; every workspace byte written, nothing past it.
   add_property("mla", "workspace-nvfp4-paged/cpu-twin-vs-oracle", Device::cpu, [](const RunContext& ctx) {
     std::uint64_t elements = 0, double_rounding = 0;
-    Outcome o = check_fraction(ctx, 4, [&] {
+    Outcome o = check_fraction(ctx, 8, [&] {
       const WorkspaceProblem p = *gen_workspace(6, 4);
       const auto& g = p.w.pages;
       const WorkspaceOut a = workspace_cpu(p, 0x00), b = workspace_cpu(p, 0xFF);
