@@ -70,9 +70,9 @@ KVQ_HD inline float tile_scale(const MlaLayout& l, const std::uint8_t* p) {
 }  // namespace mla_detail
 
 // 1. One piece of slot s: piece < 4 copies nope tile `piece` and writes its FP32 tile scale;
-// piece 4 widens the rope. `fold` keeps every value: the rope is the exact e4m3 * k_scale
-// (FP64, exact) rounded once to BF16.
-inline constexpr int kRequantPieces = 5;
+// piece 4 widens the rope. `fold` keeps the nope values exactly and rounds the rope once: the
+// exact e4m3 * k_scale (FP64, exact) to BF16.
+inline constexpr int kRequantPieces = kMlaFp8NopeBlockScaleBf16Rope.tiles() + 1;
 KVQ_HD inline void requantize_576_to_656_piece(std::int64_t block_size, const std::uint8_t* src, float k_scale,
                                                KScale mode, std::uint8_t* dst, std::int64_t slot, int piece) {
   using namespace mla_detail;
