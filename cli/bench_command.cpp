@@ -16,6 +16,7 @@ namespace kvq::cli {
 int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::string recipes, dtype = "bf16", csv;
   long mib = 256, cols = 128, repeats = 20;
+  bool mla = true;  // the MLA layout and paged-workspace rows (kernels/mla_kernels.hpp)
   for (std::size_t i = 0; i < args.size(); ++i) {
     const bool value = i + 1 < args.size();
     if (args[i] == "--recipes" && value) {
@@ -28,11 +29,13 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
       cols = std::atol(args[++i].c_str());
     } else if (args[i] == "--repeats" && value) {
       repeats = std::atol(args[++i].c_str());
+    } else if (args[i] == "--no-mla") {
+      mla = false;
     } else if (args[i] == "--csv" && value) {
       csv = args[++i];
     } else {
       err << "kvq bench: unexpected argument '" << args[i] << "'\nusage: kvq bench [--recipes a,b] [--dtype bf16|fp16|fp32]"
-          << " [--mib N] [--cols N] [--repeats N] [--csv FILE]\n";
+          << " [--mib N] [--cols N] [--repeats N] [--csv FILE] [--no-mla]\n";
       return 2;
     }
   }
@@ -60,7 +63,8 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::string device;
   err << "kvq bench: " << rows << "x" << cols << " " << dtype << " (" << mib << " MiB input), median of " << repeats
       << " runs each\n";
-  const std::string e = kernels::run_benchmarks(cases, t, rows, cols, static_cast<int>(repeats), &rows_out, &device);
+  std::string e = kernels::run_benchmarks(cases, t, rows, cols, static_cast<int>(repeats), &rows_out, &device);
+  if (e.empty() && mla) e = kernels::run_mla_benchmarks(static_cast<int>(repeats), &rows_out);
   if (!e.empty()) {
     err << "kvq bench: " << e << "\n";
     return 2;

@@ -10,6 +10,7 @@ constexpr const char* kUsage =
     "\n"
     "  kvq formats                          list formats and conventions\n"
     "  kvq recipes                          list scale recipes\n"
+    "  kvq layouts                          MLA KV-cache layouts and the NVFP4 page, with byte offsets\n"
     "  kvq quant RECIPE --in X.npy --out DIR   quantize (float32, or uint16 BF16/FP16 bits)\n"
     "  kvq dequant RECIPE --in DIR --out Y.npy [--dtype fp32|bf16|fp16]\n"
     "  kvq bench [--recipes a,b] [--mib N]  kernel GB/s against D2D copy bandwidth (GPU)\n"
@@ -39,6 +40,7 @@ int main(int argc, char** argv) {
   if (command == "decode") return kvq::cli::decode_command(args, std::cin, std::cout, std::cerr);
   if (command == "docs") return kvq::cli::docs_command(args, std::cout, std::cerr);
   if (command == "check") return kvq::cli::check_command(args, std::cout, std::cerr);
+  if (command == "layouts") return kvq::cli::layouts_command(args, std::cout, std::cerr);
   if (command == "study") return kvq::cli::study_command(args, std::cout, std::cerr);
   std::cerr << "kvq: unknown command '" << command << "'\n" << kUsage;
   return 2;

@@ -259,7 +259,8 @@ KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float*
         for (int i = 0; i < n; ++i) codes[i] = encode_element(r, float_from_bits(0x7fc00000u));
         return 0xFF;
       }
-      int e = bmax == 0.0f ? -127 : pow2_exponent(r, bmax);
+      // A zero block: 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13, SGLang: 2^-33).
+      int e = bmax == 0.0f && r.pow2 != Pow2Rule::ceil_ratio ? -127 : pow2_exponent(r, bmax);
       e = e < -127 ? -127 : (e > 127 ? 127 : e);
       // x * 2^-e is exact in FP32 except for FP32-subnormal products, which every element
       // format rounds to +-0 from the exact value too: the exact scaling, rounded once.

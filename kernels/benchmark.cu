@@ -111,3 +111,105 @@ std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std
 }
 
 }  // namespace kvq::kernels
+
+// MLA layout kernels and the NVFP4 paged -> E4M3 workspace (kernels/mla_kernels.hpp): 2^19
+// tokens of each MLA layout (8192 blocks of 64), and a batch of 32 requests x 4096 tokens of an
+// NVFP4 cache (block 16, 8 heads, D 128) through shuffled block tables.
+#include "kernels/mla_kernels.hpp"
+
+namespace kvq::kernels {
+namespace {
+
+std::string mla_copy_rate(void* dst, const void* src, std::size_t capacity, double bytes, int repeats, double* gbps) {
+  const std::size_t half = std::min(static_cast<std::size_t>(bytes / 2), capacity);
+  double ms = 0;
+  const std::string e = time_median([&] { return status(cudaMemcpyAsync(dst, src, half, cudaMemcpyDeviceToDevice)); },
+                                    repeats, &ms);
+  *gbps = 2.0 * static_cast<double>(half) / (ms * 1e6);
+  return e;
+}
+
+std::vector<std::int32_t> shuffled(std::int64_t n) {  // a fixed permutation (xorshift), no device RNG needed
+  std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
+  std::uint64_t x = 0x9E3779B97F4A7C15ull;
+  for (std::size_t i = v.size(); i > 1; --i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    std::swap(v[i - 1], v[x % i]);
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string run_mla_benchmarks(int repeats, std::vector<BenchRow>* out) {
+  constexpr std::int64_t kBlocks = 8192, kBlockSize = 64, kTokens = kBlocks * kBlockSize;
+  const MlaCacheShape c576{MlaLayoutId::fp8_nope_fp8_rope, kBlocks, kBlockSize};
+  const MlaCacheShape c656{MlaLayoutId::fp8_nope_block_scale_bf16_rope, kBlocks, kBlockSize};
+  const MlaCacheShape cm1{MlaLayoutId::model1_fp8_sparse, kBlocks, kBlockSize};
+  const std::size_t x_bytes = static_cast<std::size_t>(kTokens) * 576 * 2;
+  void *x = nullptr, *a = nullptr, *b = nullptr, *slots = nullptr, *copy = nullptr;
+  std::string e = status(cudaMalloc(&x, x_bytes));
+  if (e.empty()) e = status(cudaMalloc(&a, x_bytes));
+  if (e.empty()) e = status(cudaMalloc(&b, x_bytes));
+  if (e.empty()) e = status(cudaMalloc(&copy, x_bytes));
+  if (e.empty()) e = status(cudaMalloc(&slots, static_cast<std::size_t>(kTokens) * 8));
+  if (e.empty()) {
+    const auto perm = shuffled(kTokens);
+    const std::vector<std::int64_t> slot_mapping(perm.begin(), perm.end());
+    e = status(cudaMemcpy(slots, slot_mapping.data(), slot_mapping.size() * 8, cudaMemcpyHostToDevice));
+  }
+  if (e.empty()) {
+    fill_kernel<<<256, 256>>>(DType::bf16, x, kTokens * 576, 576);
+    fill_kernel<<<256, 256>>>(DType::bf16, a, c576.bytes() / 2, 576);  // arbitrary 576-layout bytes
+    e = status(cudaDeviceSynchronize());
+  }
+  const auto row = [&](const char* kernel, const char* what, const char* dtype, double bytes, auto launch) {
+    if (!e.empty()) return;
+    double ms = 0, copy_rate = 0;
+    e = time_median(launch, repeats, &ms);
+    if (e.empty()) e = mla_copy_rate(copy, x, x_bytes, bytes, repeats, &copy_rate);
+    out->push_back({kernel, what, dtype, bytes, ms, bytes / (ms * 1e6), copy_rate});
+  };
+  auto* a8 = static_cast<std::uint8_t*>(a);
+  auto* b8 = static_cast<std::uint8_t*>(b);
+  const auto* x16 = static_cast<const std::uint16_t*>(x);
+  const auto* s64 = static_cast<const std::int64_t*>(slots);
+  for (const KScale mode : {KScale::fold, KScale::drop})
+    row("requant", mode == KScale::fold ? "mla 576->656 fold" : "mla 576->656 drop", "e4m3",
+        static_cast<double>(c576.bytes() + c656.bytes()),
+        [&] { return device::mla_requantize_576_to_656(kBlocks, kBlockSize, a8, 0.5f, mode, b8, nullptr); });
+  for (const MlaCacheShape& c : {c656, cm1}) {
+    const double bytes = static_cast<double>(kTokens * c.desc().dims() * 2 + kTokens * 8 + c.bytes());
+    const char* what = c.layout == MlaLayoutId::model1_fp8_sparse ? "mla model1" : "mla 656";
+    row("quantize", what, "bf16", bytes,
+        [&] { return device::mla_quantize(c, x16, s64, kTokens, b8, nullptr); });
+    row("dequantize", what, "bf16", static_cast<double>(c.bytes() + kTokens * c.desc().dims() * 2),
+        [&] { return device::mla_dequantize(c, b8, 1.0f, DType::bf16, a, nullptr); });
+  }
+  // NVFP4 paged cache -> E4M3 workspaces for K and V.
+  WorkspaceBatch w{Recipe{}, Nvfp4PageGeometry{0, 16, 8, 128}, 32, 256, 32 * 4096};
+  w.pages.num_blocks = w.batch * w.max_blocks_per_seq;
+  void *tables = nullptr, *cu = nullptr;
+  if (e.empty()) e = status(cudaMalloc(&tables, static_cast<std::size_t>(w.pages.num_blocks) * 4));
+  if (e.empty()) e = status(cudaMalloc(&cu, static_cast<std::size_t>(w.batch + 1) * 4));
+  if (e.empty() && static_cast<std::size_t>(std::max(w.pages.cache_bytes(), w.workspace_bytes())) > x_bytes)
+    e = "workspace benchmark does not fit its buffers";
+  if (e.empty()) {
+    const auto pages = shuffled(w.pages.num_blocks);
+    std::vector<std::int32_t> starts;
+    for (std::int64_t r = 0; r <= w.batch; ++r) starts.push_back(static_cast<std::int32_t>(r * 4096));
+    e = status(cudaMemcpy(tables, pages.data(), pages.size() * 4, cudaMemcpyHostToDevice));
+    if (e.empty()) e = status(cudaMemcpy(cu, starts.data(), starts.size() * 4, cudaMemcpyHostToDevice));
+  }
+  row("workspace", "nvfp4 paged K+V", "e4m3", static_cast<double>(w.pages.cache_bytes() + 2 * w.workspace_bytes()),
+      [&] {
+        return device::nvfp4_paged_to_workspace(w, a8, static_cast<const std::int32_t*>(tables),
+                                                static_cast<const std::int32_t*>(cu), 1.0f / 6.0f, 1.0f / 6.0f, b8,
+                                                static_cast<std::uint8_t*>(copy), nullptr);
+      });
+  for (void* p : {x, a, b, slots, copy, tables, cu}) cudaFree(p);
+  return e;
+}
+
+}  // namespace kvq::kernels

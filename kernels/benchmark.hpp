@@ -31,4 +31,7 @@ struct BenchCase {
 std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int64_t rows, std::int64_t cols,
                            int repeats, std::vector<BenchRow>* rows_out, std::string* device_name);
 
+// MLA layout kernels and the NVFP4 paged -> E4M3 workspace (fixed shapes, kernels/benchmark.cu).
+std::string run_mla_benchmarks(int repeats, std::vector<BenchRow>* rows_out);
+
 }  // namespace kvq::kernels

@@ -8,4 +8,8 @@ std::string run_benchmarks(const std::vector<BenchCase>&, DType, std::int64_t, s
   return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
 }
 
+std::string run_mla_benchmarks(int, std::vector<BenchRow>*) {
+  return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
+}
+
 }  // namespace kvq::kernels

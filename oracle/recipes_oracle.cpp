@@ -183,7 +183,7 @@ QuantizedBlock recipe_quantize_block(const Recipe& r, float g_value, const std::
         out.scale = 0xFF;
         return out;
       }
-      int e = bmax.kind == ValueKind::zero ? -127 : pow2_exponent_exact(r, bmax);
+      int e = bmax.kind == ValueKind::zero && r.pow2 != Pow2Rule::ceil_ratio ? -127 : pow2_exponent_exact(r, bmax);
       e = std::clamp(e, -127, 127);
       for (std::size_t i = 0; i < x.size(); ++i) out.codes[i] = encode_scaled(ef, ec, x[i], -e);
       out.scale = static_cast<std::uint8_t>(e + 127);
