@@ -10,12 +10,14 @@
 #include "cli/commands.hpp"
 #include "formats/recipe_names.hpp"
 #include "kernels/benchmark.hpp"
+#include "kernels/rope_benchmark.hpp"
 
 namespace kvq::cli {
 
 int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::string recipes, dtype = "bf16", csv;
   long mib = 256, cols = 128, repeats = 20;
+  long rope_tokens = 16384;  // fused RoPE + FP8 + paged append rows (0: none)
   for (std::size_t i = 0; i < args.size(); ++i) {
     const bool value = i + 1 < args.size();
     if (args[i] == "--recipes" && value) {
@@ -28,11 +30,13 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
       cols = std::atol(args[++i].c_str());
     } else if (args[i] == "--repeats" && value) {
       repeats = std::atol(args[++i].c_str());
+    } else if (args[i] == "--rope-tokens" && value) {
+      rope_tokens = std::atol(args[++i].c_str());
     } else if (args[i] == "--csv" && value) {
       csv = args[++i];
     } else {
       err << "kvq bench: unexpected argument '" << args[i] << "'\nusage: kvq bench [--recipes a,b] [--dtype bf16|fp16|fp32]"
-          << " [--mib N] [--cols N] [--repeats N] [--csv FILE]\n";
+          << " [--mib N] [--cols N] [--repeats N] [--rope-tokens N] [--csv FILE]\n";
       return 2;
     }
   }
@@ -60,7 +64,8 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::string device;
   err << "kvq bench: " << rows << "x" << cols << " " << dtype << " (" << mib << " MiB input), median of " << repeats
       << " runs each\n";
-  const std::string e = kernels::run_benchmarks(cases, t, rows, cols, static_cast<int>(repeats), &rows_out, &device);
+  std::string e = kernels::run_benchmarks(cases, t, rows, cols, static_cast<int>(repeats), &rows_out, &device);
+  if (e.empty() && rope_tokens > 0) e = kernels::run_rope_benchmarks(t, rope_tokens, static_cast<int>(repeats), &rows_out);
   if (!e.empty()) {
     err << "kvq bench: " << e << "\n";
     return 2;
