@@ -94,17 +94,9 @@ std::string bench_one(const RopeShape& s, int repeats, std::vector<BenchRow>* ou
 }  // namespace
 
 std::string run_rope_benchmarks(DType dtype, std::int64_t tokens, int repeats, std::vector<BenchRow>* rows_out) {
-  RopeShape mha;
-  mha.input = dtype;
-  mha.tokens = (tokens + 255) / 256 * 256;
-  mha.batch = mha.tokens / 256;
-  mha.q_heads = 32;
-  mha.kv_heads = 8;
-  mha.head_dim = 128;
-  mha.rope_dim = 128;
-  mha.max_pos = 256;
-  mha.page_size = 16;
-  mha.num_pages = mha.num_page_indices = mha.batch * (256 / 16);
+  const std::int64_t n = (tokens + 255) / 256 * 256;  // whole requests of 256 tokens, 16 pages each
+  RopeShape mha{.input = dtype, .tokens = n, .batch = n / 256, .q_heads = 32, .kv_heads = 8, .head_dim = 128,
+                .rope_dim = 128, .max_pos = 256, .page_size = 16, .num_pages = n / 16, .num_page_indices = n / 16};
   RopeShape mla = mha;
   mla.attention = Attention::mla;
   mla.q_heads = 16;

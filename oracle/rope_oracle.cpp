@@ -12,15 +12,7 @@ constexpr Conversion kFp32Rne{Rounding::nearest_even, Overflow::ieee, NanRule::p
 const Conversion kE4M3Satfinite =
     convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even);
 
-Real signed_real(const Exact& v) {
-  Real r;
-  r.negative = v < 0;
-  r.magnitude = r.negative ? Exact(-v) : v;
-  r.kind = v == 0 ? ValueKind::zero : ValueKind::finite;
-  return r;
-}
-
-Real real_of_wide(const Wide& v) { return signed_real(exact_of(v)); }
+Real real_of_wide(const Wide& v) { return finite_real(exact_of(v)); }
 
 Real negated(Real r) {
   r.negative = !r.negative;
@@ -79,7 +71,7 @@ Real fp32_add_ieee(const Real& a, const Real& b) {
     z.negative = a.negative && b.negative;  // -0 + -0 = -0, every other sum of zeros +0 (RNE)
     return z;
   }
-  return fp32(signed_real(signed_value(a) + signed_value(b)));  // an exact cancellation gives +0
+  return fp32(finite_real(signed_value(a) + signed_value(b)));  // an exact cancellation gives +0
 }
 
 std::uint8_t rope_model_e4m3(float x, float partner, float c, float s, bool first_of_pair, float scale) {

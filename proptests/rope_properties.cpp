@@ -81,15 +81,8 @@ float rope_value(std::uint64_t seed, std::uint64_t i, bool specials) {
 
 Bytes input_values(DType t, std::int64_t count, std::uint64_t seed, bool specials) {
   Bytes out(static_cast<std::size_t>(count) * kernels::bytes_of(t));
-  for (std::int64_t i = 0; i < count; ++i) {
-    const float v = rope_value(seed, static_cast<std::uint64_t>(i), specials);
-    if (t == DType::fp32) {
-      std::memcpy(&out[i * 4], &v, 4);
-    } else {
-      const auto b = static_cast<std::uint16_t>(encode_float(t == DType::bf16 ? kBF16 : kFP16, Conversion{}, v));
-      std::memcpy(&out[i * 2], &b, 2);
-    }
-  }
+  for (std::int64_t i = 0; i < count; ++i)
+    kernels::store_value(t, out.data(), i, rope_value(seed, static_cast<std::uint64_t>(i), specials));  // RNE
   return out;
 }
 
@@ -357,24 +350,13 @@ Bytes hnd_to_nhd(const RopeShape& s, const Bytes& hnd, int dim) {
 }
 
 template <typename T>
-std::vector<T> gptj_to_neox(const std::vector<T>& v, std::int64_t stride, int offset, int rope_dim) {
+std::vector<T> permute_rope(const std::vector<T>& v, std::int64_t stride, int offset, int rope_dim, bool to_neox) {
   std::vector<T> out = v;
   const int h = rope_dim / 2;
-  for (std::int64_t base = 0; base + stride <= static_cast<std::int64_t>(v.size()); base += stride)
+  for (std::int64_t base = offset; base - offset + stride <= static_cast<std::int64_t>(v.size()); base += stride)
     for (int f = 0; f < h; ++f) {
-      out[base + offset + f] = v[base + offset + 2 * f];
-      out[base + offset + h + f] = v[base + offset + 2 * f + 1];
-    }
-  return out;
-}
-template <typename T>
-std::vector<T> neox_to_gptj(const std::vector<T>& v, std::int64_t stride, int offset, int rope_dim) {
-  std::vector<T> out = v;
-  const int h = rope_dim / 2;
-  for (std::int64_t base = 0; base + stride <= static_cast<std::int64_t>(v.size()); base += stride)
-    for (int f = 0; f < h; ++f) {
-      out[base + offset + 2 * f] = v[base + offset + f];
-      out[base + offset + 2 * f + 1] = v[base + offset + h + f];
+      const std::int64_t neox[2] = {base + f, base + h + f}, gptj[2] = {base + 2 * f, base + 2 * f + 1};
+      for (int k = 0; k < 2; ++k) (to_neox ? out[neox[k]] : out[gptj[k]]) = to_neox ? v[gptj[k]] : v[neox[k]];
     }
   return out;
 }
@@ -384,7 +366,7 @@ Bytes permute_rope_input(const Bytes& raw, DType t, int rope_dim) {
   const int w = kernels::bytes_of(t);
   std::vector<std::array<std::uint8_t, 4>> values(raw.size() / w);
   for (std::size_t k = 0; k < values.size(); ++k) std::memcpy(values[k].data(), &raw[k * w], w);
-  values = neox_to_gptj(values, rope_dim, 0, rope_dim);
+  values = permute_rope(values, rope_dim, 0, rope_dim, false);
   Bytes out(raw.size());
   for (std::size_t k = 0; k < values.size(); ++k) std::memcpy(&out[k * w], values[k].data(), w);
   return out;
@@ -620,11 +602,11 @@ void register_rope_properties() {
       p.q_rope = permute_rope_input(p.q_rope, s.input, s.rope_dim);
       p.k_rope = permute_rope_input(p.k_rope, s.input, s.rope_dim);
       RopeOutputs gptj = run_fused_cpu(p, 0x99);
-      gptj.q_rope = gptj_to_neox(gptj.q_rope, s.rope_dim, 0, s.rope_dim);
+      gptj.q_rope = permute_rope(gptj.q_rope, s.rope_dim, 0, s.rope_dim, true);
       if (s.mla()) {
-        gptj.kpe = gptj_to_neox(gptj.kpe, s.rope_dim, 0, s.rope_dim);
+        gptj.kpe = permute_rope(gptj.kpe, s.rope_dim, 0, s.rope_dim, true);
       } else {
-        gptj.k = gptj_to_neox(gptj.k, s.head_dim, 0, s.rope_dim);
+        gptj.k = permute_rope(gptj.k, s.head_dim, 0, s.rope_dim, true);
       }
       RC_ASSERT(first_difference(gptj, neox) == std::string());
     });
