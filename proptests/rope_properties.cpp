@@ -747,6 +747,33 @@ void register_rope_properties() {
       });
     });
   }
+  // The device never writes for a token it cannot place (index arrays are not validated on the device):
+  // a corrupted token gives exactly the bytes of the same problem with that token as padding.
+  add_property("gpu", "rope/fused/device-skips-unplaceable-tokens", Device::cuda, [fewer](const RunContext& ctx) {
+    std::string why;
+    if (!kernels::device::available(&why)) return skipped(why);
+    const auto problems = gen_rope_problem(40, 4, false);
+    return check_random(fewer(ctx, 10), [&] {
+      RopeProblem p = *problems;
+      std::vector<std::int64_t> real;
+      for (std::int64_t i = 0; i < p.s.tokens; ++i)
+        if (p.batch_indices[i] >= 0) real.push_back(i);
+      RC_PRE(!real.empty());
+      const std::int64_t i = real[*rc::gen::inRange<std::size_t>(0, real.size())];
+      const int how = *rc::gen::inRange(0, 4), k = *rc::gen::inRange(0, 3);
+      RopeProblem padded = p;
+      padded.batch_indices[i] = -1;
+      const std::int32_t b = p.batch_indices[i];
+      if (how == 0) p.batch_indices[i] = static_cast<std::int32_t>(p.s.batch) + k;
+      if (how == 1) p.positions[i] = (p.indptr[b + 1] - p.indptr[b]) * p.s.page_size + k;
+      if (how == 2) p.positions[i] = -1 - k;
+      if (how == 3) p.pos_ids[i] = static_cast<std::int32_t>(p.s.max_pos) + k;
+      RopeOutputs got;
+      const std::string e = run_device(p, true, 0x77, &got);
+      RC_ASSERT(e == std::string());
+      RC_ASSERT(first_difference(got, run_fused_cpu(padded, 0x77)) == std::string());
+    });
+  });
   add_property("gpu", "rope/launchers-reject-bad-shapes", Device::cuda, [](const RunContext& ctx) {
     std::string why;
     if (!kernels::device::available(&why)) return skipped(why);
