@@ -206,6 +206,26 @@ KVQ_HD inline RopeItem rope_item(const RopeShape& s, int k) {
   return it;
 }
 
+// n cos or sin values. Every head of a token reads the same row, so through the cache (the inputs'
+// loads are streamed: read once).
+KVQ_HD inline void load_cos_sin(const float* p, int n, float* out) {
+#if defined(__CUDA_ARCH__)
+  if (io::aligned(p, 16) && n % 4 == 0) {
+    KVQ_UNROLL
+    for (int k = 0; k < n / 4; ++k) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(p) + k);
+      out[4 * k] = v.x;
+      out[4 * k + 1] = v.y;
+      out[4 * k + 2] = v.z;
+      out[4 * k + 3] = v.w;
+    }
+    return;
+  }
+#endif
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) out[i] = p[i];
+}
+
 // The chunk's FP8 codes: load, rotate (rope part), scale, convert. Element j of the rope vector
 // uses frequency f = j mod rope_dim/2 (NeoX) or j/2 (GPT-J) and the partner element of its pair.
 template <int kN = 0>
@@ -234,14 +254,14 @@ KVQ_HD inline void rope_quantize_chunk(const RopeShape& s, const RopeInputs& in,
     const int f0 = first_half ? it.first : it.first - half;
     float partner[kRopeChunk];
     io::load_values(s.input, src, row + (first_half ? it.first + half : it.first - half), n, partner);
-    io::load_values(DType::fp32, cos_sin, f0, n, c);
-    io::load_values(DType::fp32, cos_sin, half + f0, n, sn);
+    load_cos_sin(cos_sin + f0, n, c);
+    load_cos_sin(cos_sin + half + f0, n, sn);
     KVQ_UNROLL
     for (int i = 0; i < n; ++i) codes[i] = quantize_e4m3(rope_rotate(x[i], partner[i], c[i], sn[i], first_half), scale);
   } else {
     const int f0 = it.first / 2;
-    io::load_values(DType::fp32, cos_sin, f0, n / 2, c);
-    io::load_values(DType::fp32, cos_sin, half + f0, n / 2, sn);
+    load_cos_sin(cos_sin + f0, n / 2, c);
+    load_cos_sin(cos_sin + half + f0, n / 2, sn);
     KVQ_UNROLL
     for (int i = 0; i < n; ++i)
       codes[i] = quantize_e4m3(rope_rotate(x[i], x[i ^ 1], c[i / 2], sn[i / 2], (i & 1) == 0), scale);
