@@ -10,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "formats/recipe_names.hpp"
 #include "kernels/benchmark.hpp"
+#include "kernels/rope_benchmark.hpp"
 
 namespace kvq::cli {
 
@@ -17,6 +18,7 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::string recipes, dtype = "bf16", csv;
   long mib = 256, cols = 128, repeats = 20;
   bool mla = true;  // the MLA layout and paged-workspace rows (kernels/mla_kernels.hpp)
+  long rope_tokens = 16384;  // fused RoPE + FP8 + paged append rows (0: none)
   for (std::size_t i = 0; i < args.size(); ++i) {
     const bool value = i + 1 < args.size();
     if (args[i] == "--recipes" && value) {
@@ -31,11 +33,13 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
       repeats = std::atol(args[++i].c_str());
     } else if (args[i] == "--no-mla") {
       mla = false;
+    } else if (args[i] == "--rope-tokens" && value) {
+      rope_tokens = std::atol(args[++i].c_str());
     } else if (args[i] == "--csv" && value) {
       csv = args[++i];
     } else {
       err << "kvq bench: unexpected argument '" << args[i] << "'\nusage: kvq bench [--recipes a,b] [--dtype bf16|fp16|fp32]"
-          << " [--mib N] [--cols N] [--repeats N] [--csv FILE] [--no-mla]\n";
+          << " [--mib N] [--cols N] [--repeats N] [--rope-tokens N] [--csv FILE] [--no-mla]\n";
       return 2;
     }
   }
@@ -65,6 +69,7 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
       << " runs each\n";
   std::string e = kernels::run_benchmarks(cases, t, rows, cols, static_cast<int>(repeats), &rows_out, &device);
   if (e.empty() && mla) e = kernels::run_mla_benchmarks(static_cast<int>(repeats), &rows_out);
+  if (e.empty() && rope_tokens > 0) e = kernels::run_rope_benchmarks(t, rope_tokens, static_cast<int>(repeats), &rows_out);
   if (!e.empty()) {
     err << "kvq bench: " << e << "\n";
     return 2;

@@ -22,7 +22,8 @@ __global__ void fill_kernel(DType t, void* x, std::int64_t count, std::int64_t c
 
 std::string status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
 
-// Median milliseconds of `launch` over `repeats` timed runs after 3 warm-ups.
+}  // namespace
+
 std::string time_median(const std::function<std::string()>& launch, int repeats, double* median_ms) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
@@ -45,8 +46,6 @@ std::string time_median(const std::function<std::string()>& launch, int repeats,
   *median_ms = times[times.size() / 2];
   return {};
 }
-
-}  // namespace
 
 std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int64_t rows, std::int64_t cols,
                            int repeats, std::vector<BenchRow>* out, std::string* device_name) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct BenchCase {
   std::string recipe_name;
   Recipe recipe;
 };
+
+// Median milliseconds of `launch` over `repeats` timed runs (CUDA events) after 3 warm-ups.
+std::string time_median(const std::function<std::string()>& launch, int repeats, double* median_ms);
 
 // Runs every case on a [rows, cols] tensor of `dtype`; "" or an error.
 std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int64_t rows, std::int64_t cols,

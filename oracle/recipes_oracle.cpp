@@ -7,6 +7,14 @@
 
 namespace kvq::oracle {
 
+Real finite_real(const Exact& signed_value) {
+  Real r;
+  r.negative = signed_value < 0;
+  r.magnitude = r.negative ? Exact(-signed_value) : signed_value;
+  r.kind = signed_value == 0 ? ValueKind::zero : ValueKind::finite;
+  return r;
+}
+
 namespace {
 
 std::uint32_t recipe_dequantize_raw(const Recipe& r, float g, std::uint8_t scale, std::uint8_t code);
@@ -20,13 +28,6 @@ Real inf_real(bool negative) {
   Real r;
   r.kind = ValueKind::infinity;
   r.negative = negative;
-  return r;
-}
-Real finite_real(const Exact& signed_value) {
-  Real r;
-  r.negative = signed_value < 0;
-  r.magnitude = r.negative ? Exact(-signed_value) : signed_value;
-  r.kind = signed_value == 0 ? ValueKind::zero : ValueKind::finite;
   return r;
 }
 

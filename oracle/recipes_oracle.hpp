@@ -12,6 +12,8 @@
 
 namespace kvq::oracle {
 
+// An exact signed value as a Real (zero is +0).
+Real finite_real(const Exact& signed_value);
 // FP32 arithmetic, exact then rounded once.
 Real fp32(const Real& x);
 Real fp32_multiply(const Real& a, const Real& b);

@@ -55,3 +55,4 @@ TEST_CASE("gpu") { kvq::props::run_suite_under_doctest("gpu"); }
 TEST_CASE("recipes") { kvq::props::run_suite_under_doctest("recipes"); }
 TEST_CASE("kernels") { kvq::props::run_suite_under_doctest("kernels"); }
 TEST_CASE("mla") { kvq::props::run_suite_under_doctest("mla"); }
+TEST_CASE("rope") { kvq::props::run_suite_under_doctest("rope"); }
