@@ -1,10 +1,15 @@
 // `kvq study qsnr`: quantization error of every recipe x block size x distribution on the same
 // seeded samples (REFERENCE.md section 8 definitions): pooled QSNR, MSE, max |error|, clipping,
-// block crest factors. CPU, through the kernels' CPU twins (the code the GPU kernels run).
+// block crest factors. The sums are qsnr_partials.hpp's, on the CPU or (--device cuda) the GPU.
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
 
 #include "experiments/distributions.hpp"
+#include "experiments/qsnr_device.hpp"
 #include "experiments/quantized_tensor.hpp"
 #include "experiments/studies.hpp"
 
@@ -17,39 +22,48 @@ struct QsnrConfig {
   Distribution distribution;
 };
 
-std::string measure(const QsnrConfig& c, const StudyOptions& o) {
+// The samples of one (distribution, rotation block): drawn once and shared by every recipe (the
+// grid runs recipe-major, so each set is needed many times).
+class SampleCache {
+ public:
+  std::shared_ptr<const std::vector<float>> get(const Distribution& d, int rotation_block, const StudyOptions& o) {
+    const std::string key = d.name + "/" + std::to_string(rotation_block);
+    {
+      const std::lock_guard<std::mutex> guard(lock_);
+      if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    }
+    const std::uint64_t seed = data_seed(o.seed, d.name);
+    auto x = std::make_shared<std::vector<float>>(sample(d, (o.samples + o.head_dim - 1) / o.head_dim, o.head_dim, seed));
+    if (rotation_block) rotate_hadamard(*x, rotation_block, seed + static_cast<std::uint64_t>(rotation_block));
+    const std::lock_guard<std::mutex> guard(lock_);
+    return cache_.emplace(key, std::move(x)).first->second;
+  }
+
+ private:
+  std::mutex lock_;
+  std::map<std::string, std::shared_ptr<const std::vector<float>>> cache_;
+};
+
+std::string measure(const QsnrConfig& c, const StudyOptions& o, SampleCache& cache) {
   const std::uint64_t seed = data_seed(o.seed, c.distribution.name);
   Recipe r = c.recipe.recipe;
   if (c.block) r.block = c.block;
-  const std::int64_t rows = (o.samples + o.head_dim - 1) / o.head_dim;
-  const std::int64_t samples = rows * o.head_dim;
-  std::vector<float> x = sample(c.distribution, rows, o.head_dim, seed);
   const int block = c.block ? c.block : kernels::kTensorChunk;
-  if (o.rotate) rotate_hadamard(x, block, seed + static_cast<std::uint64_t>(block));
-  const QuantizedTensor q = quantize_tensor(r, x, rows, o.head_dim);
-
-  double err2 = 0, x2 = 0, max_abs_error = 0;
-  std::int64_t clipped = 0, clipped_blocks = 0;
-  std::vector<double> crest;
-  for (std::int64_t b = 0; b * block < samples; ++b) {
-    bool block_clipped = false;
-    double block_max = 0, block_x2 = 0;
-    for (int i = 0; i < block; ++i) {
-      const std::int64_t k = b * block + i;
-      const double xv = x[k], d = xv - static_cast<double>(q.values[k]);
-      err2 += d * d;
-      x2 += xv * xv;
-      block_x2 += xv * xv;
-      block_max = std::max(block_max, std::fabs(xv));
-      max_abs_error = std::max(max_abs_error, std::fabs(d));
-      if (q.clipped(k, x[k])) {  // saturated: beyond the largest value the block can hold
-        ++clipped;
-        block_clipped = true;
-      }
-    }
-    clipped_blocks += block_clipped ? 1 : 0;
-    if (block_x2 > 0) crest.push_back(block_max / std::sqrt(block_x2 / block));
+  const auto samples_ptr = cache.get(c.distribution, o.rotate ? block : 0, o);
+  const std::vector<float>& x = *samples_ptr;
+  const std::int64_t samples = static_cast<std::int64_t>(x.size());
+  const float g = tensor_scale(r, kernels::amax_cpu(kernels::DType::fp32, x.data(), samples));
+  QsnrTotals t;
+  if (o.device == "cuda") {
+    static std::mutex one_device;
+    const std::lock_guard<std::mutex> guard(one_device);
+    if (auto e = device::qsnr_totals(r, block, g, x, &t); !e.empty()) throw std::runtime_error(e);
+  } else {
+    t = qsnr_totals_cpu(r, block, g, x);
   }
+  std::vector<double> crest;
+  for (const double v : t.crest)
+    if (v >= 0) crest.push_back(v);
   const double n = static_cast<double>(samples);
   double crest_mean = 0, crest_median = 0;
   if (!crest.empty()) {
@@ -59,9 +73,10 @@ std::string measure(const QsnrConfig& c, const StudyOptions& o) {
     crest_median = crest[crest.size() / 2];
   }
   return std::string(c.recipe.name) + "," + std::to_string(c.block) + "," + c.distribution.name + "," +
-         std::to_string(samples) + "," + std::to_string(seed) + "," + csv_number(-10.0 * std::log10(err2 / x2)) + "," +
-         csv_number(err2 / n) + "," + csv_number(max_abs_error) + "," + csv_number(static_cast<double>(clipped) / n) +
-         "," + csv_number(static_cast<double>(clipped_blocks) / static_cast<double>(samples / block)) + "," +
+         std::to_string(samples) + "," + std::to_string(seed) + "," + csv_number(-10.0 * std::log10(t.sum.err2 / t.sum.x2)) +
+         "," + csv_number(t.sum.err2 / n) + "," + csv_number(t.sum.max_abs_error) + "," +
+         csv_number(static_cast<double>(t.sum.clipped) / n) + "," +
+         csv_number(static_cast<double>(t.sum.clipped_blocks) / static_cast<double>(samples / block)) + "," +
          csv_number(crest_mean) + "," + csv_number(crest_median) + "," + (o.rotate ? "hadamard" : "none");
 }
 
@@ -70,6 +85,7 @@ std::string measure(const QsnrConfig& c, const StudyOptions& o) {
 std::string make_qsnr_study(const StudyOptions& o, StudyGrid* grid) {
   if (o.samples <= 0) return "--samples must be > 0";
   if (o.head_dim <= 0 || o.head_dim % 16 != 0) return "--head-dim must be a positive multiple of 16";
+  if (o.device != "cpu" && o.device != "cuda") return "--device is cpu or cuda, got '" + o.device + "'";
   std::vector<NamedRecipe> recipes;
   std::vector<Distribution> dists;
   if (auto e = recipes_from_names(o.recipes, &recipes); !e.empty()) return e;
@@ -91,7 +107,8 @@ std::string make_qsnr_study(const StudyOptions& o, StudyGrid* grid) {
   for (const QsnrConfig& c : configs)
     grid->labels.push_back(std::string(c.recipe.name) + " block " + std::to_string(c.block) + " " + c.distribution.name +
                            (o.rotate ? " (rotated)" : ""));
-  grid->run = [configs, o](std::size_t i) { return std::vector<std::string>{measure(configs[i], o)}; };
+  auto cache = std::make_shared<SampleCache>();
+  grid->run = [configs, o, cache](std::size_t i) { return std::vector<std::string>{measure(configs[i], o, *cache)}; };
   std::vector<std::string> dist_names;
   for (const Distribution& d : dists) dist_names.push_back(d.name);
   grid->manifest = "  \"head_dim\": " + std::to_string(o.head_dim) + ",\n  \"rotate\": " +

@@ -22,6 +22,7 @@ struct StudyOptions {
   std::vector<int> seq_lens{512, 2048, 8192};  // attention: keys per head
   int heads = 4;                           // attention: independent heads per configuration
   int queries = 16;                        // attention: query rows per head
+  std::string device = "cpu";              // qsnr: "cpu" or "cuda" (the same sums on the GPU)
 };
 
 using StudyFactory = std::function<std::string(const StudyOptions&, StudyGrid*)>;

@@ -66,7 +66,7 @@ std::string manifest_text(const StudyGrid& grid, const StudyRun& run, std::size_
                           const std::string& config_rows) {
   std::ostringstream os;
   os << "{\n  \"study\": " << json_quoted(grid.name) << ",\n  \"commit\": " << json_quoted(KVQ_COMMIT)
-     << ",\n  \"device\": \"cpu\",\n  \"seed\": " << run.seed << ",\n  \"samples_requested\": " << run.samples
+     << ",\n  \"device\": " << json_quoted(run.device) << ",\n  \"seed\": " << run.seed << ",\n  \"samples_requested\": " << run.samples
      << ",\n  \"shard\": " << json_quoted(std::to_string(run.shard_index) + "/" + std::to_string(run.shard_count))
      << ",\n  \"jobs\": " << run.jobs << ",\n  \"configurations\": " << grid.labels.size() << ",\n  \"rows\": " << rows
      << ",\n  \"seconds\": " << seconds << ",\n  \"config_rows\": " << json_quoted(config_rows) << ",\n"

@@ -30,6 +30,7 @@ struct StudyRun {
   int jobs = 1;                          // threads
   std::uint64_t seed = 0;
   std::int64_t samples = 0;
+  std::string device = "cpu";            // for the manifest
 };
 
 // "" or a message naming the argument. Prints one progress line per configuration to `progress`

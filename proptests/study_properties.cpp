@@ -4,7 +4,13 @@
 #include <cmath>
 #include <sstream>
 
+#include <cstring>
+
 #include "experiments/block_formats.hpp"
+#include "experiments/distributions.hpp"
+#include "experiments/qsnr_device.hpp"
+#include "experiments/study_runner.hpp"
+#include "kernels/quantize.hpp"
 #include "formats/float_bits.hpp"
 #include "formats/recipe_names.hpp"
 #include "proptests/conversion_space.hpp"
@@ -77,8 +83,57 @@ void register_study_properties() {
   });
 }
 
+std::uint64_t double_bits(double v) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+// `kvq study qsnr --device cuda` against the CPU: every recipe x block 16, 32 x three distributions
+// (2^17 samples, 8 chunks of blocks at block 16), every sum, count and block crest equal bit for bit.
+void register_study_gpu_properties() {
+  add_property("gpu", "studies/qsnr-device-equals-cpu", Device::cuda, [](const RunContext& ctx) {
+    std::string why;
+    if (!kernels::device::available(&why)) return skipped(why);
+    Tally tally;
+    for (const std::string dist : {"gaussian", "kv-keys", "student-t:5"}) {
+      const auto d = *experiments::distribution_from_name(dist, &why);
+      const std::vector<float> x = experiments::sample(d, 1024, 128, ctx.seed ^ experiments::name_hash(dist));
+      for (const NamedRecipe& named : kRecipes)
+        for (const int block : {16, 32}) {
+          Recipe r = named.recipe;
+          const bool tensor = r.scale == BlockScale::tensor_only;
+          if (!tensor) r.block = block;
+          if (tensor && block == 32) continue;
+          const int n = tensor ? kernels::kTensorChunk : block;
+          const float g = tensor_scale(r, kernels::amax_cpu(kernels::DType::fp32, x.data(), static_cast<std::int64_t>(x.size())));
+          const experiments::QsnrTotals want = experiments::qsnr_totals_cpu(r, n, g, x);
+          experiments::QsnrTotals got;
+          const std::string label = std::string(named.name) + " block " + std::to_string(n) + " " + dist;
+          if (auto e = experiments::device::qsnr_totals(r, n, g, x, &got); !e.empty()) {
+            tally.fail(label + ": " + e);
+            continue;
+          }
+          bool same = double_bits(got.sum.err2) == double_bits(want.sum.err2) &&
+                      double_bits(got.sum.x2) == double_bits(want.sum.x2) &&
+                      double_bits(got.sum.max_abs_error) == double_bits(want.sum.max_abs_error) &&
+                      got.sum.clipped == want.sum.clipped && got.sum.clipped_blocks == want.sum.clipped_blocks &&
+                      got.crest.size() == want.crest.size();
+          for (std::size_t b = 0; same && b < want.crest.size(); ++b) same = double_bits(got.crest[b]) == double_bits(want.crest[b]);
+          std::ostringstream os;
+          os << label << ": device err2 " << got.sum.err2 << " x2 " << got.sum.x2 << " clipped " << got.sum.clipped
+             << ", cpu err2 " << want.sum.err2 << " x2 " << want.sum.x2 << " clipped " << want.sum.clipped;
+          if (same) tally.pass();
+          else tally.fail(os.str());
+        }
+    }
+    return tally.outcome(ctx);
+  });
+}
+
 }  // namespace
 
 KVQ_REGISTER_PROPERTIES(register_study_properties);
+KVQ_REGISTER_PROPERTIES(register_study_gpu_properties);
 
 }  // namespace kvq::props
