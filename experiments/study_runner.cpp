@@ -87,16 +87,18 @@ std::string run_study(const StudyGrid& grid, const StudyRun& run, std::ostream& 
   std::vector<std::vector<std::string>> rows(mine.size());
   std::vector<std::string> errors(mine.size());
   std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};  // the first error stops the run
   std::size_t done = 0;
   std::mutex lock;
   const auto start = std::chrono::steady_clock::now();
   auto seconds_since_start = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   auto worker = [&] {
-    for (std::size_t k; (k = next++) < mine.size();) {
+    for (std::size_t k; !failed && (k = next++) < mine.size();) {
       try {
         rows[k] = grid.run(mine[k]);
       } catch (const std::exception& e) {
         errors[k] = grid.labels[mine[k]] + ": " + e.what();
+        failed = true;
       }
       const std::lock_guard<std::mutex> guard(lock);
       const double t = seconds_since_start();
