@@ -45,7 +45,13 @@ std::vector<float> crest_blocks(std::int64_t blocks, int n, std::uint64_t seed) 
     const int outlier = static_cast<int>(rng.next() % static_cast<std::uint64_t>(n));
     const double factor = std::exp2(top * rng.uniform()), dither = std::exp2(rng.uniform());
     for (int i = 0; i < n; ++i) {
-      double v = kind == 0 ? rng.gaussian() : (kind == 1 ? rng.uniform() * 2.0 - 1.0 : std::log(1.0 - rng.uniform()) * (rng.next() & 1 ? 1 : -1));
+      double v = 0;
+      if (kind == 0) v = rng.gaussian();
+      if (kind == 1) v = rng.uniform() * 2.0 - 1.0;
+      if (kind == 2) {  // Laplace, b = 1: two draws in a fixed order (operands of * are unsequenced)
+        const double magnitude = std::log(1.0 - rng.uniform());
+        v = (rng.next() & 1) ? magnitude : -magnitude;
+      }
       if (i == outlier) v *= factor;
       x[b * n + i] = static_cast<float>(v * dither);
     }
