@@ -70,17 +70,22 @@ std::vector<Eigen::Index> top_k(const Eigen::RowVectorXd& p, int k) {
   return idx;
 }
 
-std::string measure(const std::string& recipe, int seq_len, const StudyOptions& o) {
+std::string measure(const std::string& recipe, int seq_len, const StudyOptions& o, SampleCache& cache) {
   const int d = o.head_dim;
   const auto keys = *distribution_from_name("kv-keys", nullptr), values = *distribution_from_name("kv-values", nullptr);
   double out_err2 = 0, out2 = 0, kl_sum = 0, kl_max = 0, top1 = 0, topk = 0, k_qsnr = 0, v_qsnr = 0;
   const std::uint64_t seed = data_seed(o.seed, "attention-" + std::to_string(seq_len));
   for (int h = 0; h < o.heads; ++h) {
     const std::uint64_t head_seed = seed + 3 * static_cast<std::uint64_t>(h);
-    const std::vector<float> k = sample(keys, seq_len, d, head_seed), v = sample(values, seq_len, d, head_seed + 1);
+    auto draw = [&](const Distribution& dist, std::uint64_t s) {
+      return cache.get(std::to_string(seq_len) + "/" + std::to_string(s), [&] { return sample(dist, seq_len, d, s); });
+    };
+    const auto k_ptr = draw(keys, head_seed), v_ptr = draw(values, head_seed + 1);
+    const std::vector<float>& k = *k_ptr;
+    const std::vector<float>& v = *v_ptr;
     // Queries: the last `queries` positions of a third kv-keys draw (RoPE at those positions).
-    const std::vector<float> q_all = sample(keys, seq_len, d, head_seed + 2);
-    const std::vector<float> q(q_all.end() - static_cast<std::ptrdiff_t>(o.queries) * d, q_all.end());
+    const auto q_all = draw(keys, head_seed + 2);
+    const std::vector<float> q(q_all->end() - static_cast<std::ptrdiff_t>(o.queries) * d, q_all->end());
     double kq = 0, vq = 0;
     const Matrix K = to_matrix(k, seq_len, d), V = to_matrix(v, seq_len, d), Q = to_matrix(q, o.queries, d);
     const Matrix Kq = to_matrix(through(recipe, k, seq_len, d, &kq), seq_len, d);
@@ -143,8 +148,9 @@ std::string make_attention_study(const StudyOptions& o, StudyGrid* grid) {
       "recipe,block,seq_len,heads,queries,head_dim,seed,out_rel_error,kl_mean,kl_max,top1_agree,top16_agree,"
       "k_qsnr_db,v_qsnr_db";
   for (const Config& c : configs) grid->labels.push_back(c.recipe + " seq " + std::to_string(c.seq_len));
-  grid->run = [configs, o](std::size_t i) {
-    return std::vector<std::string>{measure(configs[i].recipe, configs[i].seq_len, o)};
+  auto cache = std::make_shared<SampleCache>();
+  grid->run = [configs, o, cache](std::size_t i) {
+    return std::vector<std::string>{measure(configs[i].recipe, configs[i].seq_len, o, *cache)};
   };
   grid->manifest =
       "  \"attention\": \"softmax(Q K^T / sqrt(d)) V in double; K, V dequantized (FP32) per recipe, Q exact\",\n"

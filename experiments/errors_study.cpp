@@ -19,10 +19,12 @@ double largest_gap(Format f) {
   return max_finite(f) - finite_value(f, f.max_finite_code() - 1);
 }
 
-std::vector<std::string> measure(const NamedRecipe& recipe, const Distribution& d, const StudyOptions& o) {
+std::vector<std::string> measure(const NamedRecipe& recipe, const Distribution& d, const StudyOptions& o,
+                                 SampleCache& cache) {
   const std::uint64_t seed = data_seed(o.seed, d.name);
-  const std::int64_t rows = (o.samples + o.head_dim - 1) / o.head_dim, samples = rows * o.head_dim;
-  const std::vector<float> x = sample(d, rows, o.head_dim, seed);
+  const auto samples_ptr = samples_of(d, 0, o, cache);
+  const std::vector<float>& x = *samples_ptr;
+  const std::int64_t samples = static_cast<std::int64_t>(x.size()), rows = samples / o.head_dim;
   const QuantizedTensor q = quantize_tensor(recipe.recipe, x, rows, o.head_dim);
   const double gap = largest_gap(format_of(recipe.recipe.element));
   std::map<int, std::int64_t> scale_units, relative, absolute;  // bin index -> count
@@ -79,7 +81,8 @@ std::string make_errors_study(const StudyOptions& o, StudyGrid* grid) {
   grid->name = "errors";
   grid->header = "recipe,block,dist,samples,seed,kind,lo,hi,count";
   for (const Config& c : configs) grid->labels.push_back(std::string(c.recipe.name) + " " + c.dist.name);
-  grid->run = [configs, o](std::size_t i) { return measure(configs[i].recipe, configs[i].dist, o); };
+  auto cache = std::make_shared<SampleCache>();
+  grid->run = [configs, o, cache](std::size_t i) { return measure(configs[i].recipe, configs[i].dist, o, *cache); };
   std::vector<std::string> dist_names;
   for (const Distribution& d : dists) dist_names.push_back(d.name);
   grid->manifest =

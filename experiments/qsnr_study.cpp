@@ -3,7 +3,6 @@
 // block crest factors. The sums are qsnr_partials.hpp's, on the CPU or (--device cuda) the GPU.
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -11,6 +10,7 @@
 #include "experiments/distributions.hpp"
 #include "experiments/qsnr_device.hpp"
 #include "experiments/quantized_tensor.hpp"
+#include "experiments/sample_cache.hpp"
 #include "experiments/studies.hpp"
 
 namespace kvq::experiments {
@@ -22,34 +22,12 @@ struct QsnrConfig {
   Distribution distribution;
 };
 
-// The samples of one (distribution, rotation block): drawn once and shared by every recipe (the
-// grid runs recipe-major, so each set is needed many times).
-class SampleCache {
- public:
-  std::shared_ptr<const std::vector<float>> get(const Distribution& d, int rotation_block, const StudyOptions& o) {
-    const std::string key = d.name + "/" + std::to_string(rotation_block);
-    {
-      const std::lock_guard<std::mutex> guard(lock_);
-      if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-    }
-    const std::uint64_t seed = data_seed(o.seed, d.name);
-    auto x = std::make_shared<std::vector<float>>(sample(d, (o.samples + o.head_dim - 1) / o.head_dim, o.head_dim, seed));
-    if (rotation_block) rotate_hadamard(*x, rotation_block, seed + static_cast<std::uint64_t>(rotation_block));
-    const std::lock_guard<std::mutex> guard(lock_);
-    return cache_.emplace(key, std::move(x)).first->second;
-  }
-
- private:
-  std::mutex lock_;
-  std::map<std::string, std::shared_ptr<const std::vector<float>>> cache_;
-};
-
 std::string measure(const QsnrConfig& c, const StudyOptions& o, SampleCache& cache) {
   const std::uint64_t seed = data_seed(o.seed, c.distribution.name);
   Recipe r = c.recipe.recipe;
   if (c.block) r.block = c.block;
   const int block = c.block ? c.block : kernels::kTensorChunk;
-  const auto samples_ptr = cache.get(c.distribution, o.rotate ? block : 0, o);
+  const auto samples_ptr = samples_of(c.distribution, o.rotate ? block : 0, o, cache);
   const std::vector<float>& x = *samples_ptr;
   const std::int64_t samples = static_cast<std::int64_t>(x.size());
   const float g = tensor_scale(r, kernels::amax_cpu(kernels::DType::fp32, x.data(), samples));

@@ -78,11 +78,11 @@ Result quantize_variant(const ScaleVariant& v, int block, const std::vector<floa
 }
 
 std::string measure(const ScaleVariant& v, const ScaleVariant* baseline, int block, const Distribution& d,
-                    const StudyOptions& o) {
+                    const StudyOptions& o, SampleCache& cache) {
   const std::uint64_t seed = data_seed(o.seed, d.name);
-  const std::int64_t rows = (o.samples + o.head_dim - 1) / o.head_dim, samples = rows * o.head_dim;
-  std::vector<float> x = sample(d, rows, o.head_dim, seed);
-  if (o.rotate) rotate_hadamard(x, block ? block : 16, seed + static_cast<std::uint64_t>(block));
+  const auto samples_ptr = samples_of(d, o.rotate ? (block ? block : kernels::kTensorChunk) : 0, o, cache);
+  const std::vector<float>& x = *samples_ptr;
+  const std::int64_t samples = static_cast<std::int64_t>(x.size()), rows = samples / o.head_dim;
   const Result q = quantize_variant(v, block, x, rows, o.head_dim);
   double err2 = 0, x2 = 0;
   for (std::size_t k = 0; k < x.size(); ++k) {
@@ -135,12 +135,13 @@ std::string make_scales_study(const StudyOptions& o, StudyGrid* grid) {
   grid->header = "variant,block,dist,samples,seed,qsnr_db,mse,clipped_elements,baseline,codes_changed,values_changed,rotate";
   for (const Config& c : configs)
     grid->labels.push_back(all[c.variant].name + " block " + std::to_string(c.block) + " " + c.dist.name);
-  grid->run = [configs, all, o](std::size_t i) {
+  auto cache = std::make_shared<SampleCache>();
+  grid->run = [configs, all, o, cache](std::size_t i) {
     const Config& c = configs[i];
     const ScaleVariant* baseline = nullptr;
     for (const ScaleVariant& v : all)
       if (v.name == all[c.variant].baseline) baseline = &v;
-    return std::vector<std::string>{measure(all[c.variant], baseline, c.block, c.dist, o)};
+    return std::vector<std::string>{measure(all[c.variant], baseline, c.block, c.dist, o, *cache)};
   };
   std::string defs = "  \"variants\": [\n";
   for (std::size_t v = 0; v < all.size(); ++v)

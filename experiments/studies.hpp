@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "experiments/sample_cache.hpp"
 #include "experiments/study_runner.hpp"
 
 namespace kvq::experiments {
@@ -24,6 +25,12 @@ struct StudyOptions {
   int queries = 16;                        // attention: query rows per head
   std::string device = "cpu";              // qsnr: "cpu" or "cuda" (the same sums on the GPU)
 };
+
+struct Distribution;
+
+// The samples of a distribution at the options' size and seed (rows of head_dim values), each
+// block of rotation_block values Hadamard-rotated when it is not 0; drawn once per cache.
+SampleCache::Samples samples_of(const Distribution& d, int rotation_block, const StudyOptions& o, SampleCache& cache);
 
 using StudyFactory = std::function<std::string(const StudyOptions&, StudyGrid*)>;
 
