@@ -30,6 +30,16 @@ __global__ void chunks_kernel(const BlockPartial* partials, std::int64_t blocks,
 
 }  // namespace
 
+int gpu_count() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
+}
+
+std::string use_gpu(int index) {
+  const cudaError_t e = cudaSetDevice(index);
+  return e == cudaSuccess ? "" : "cudaSetDevice(" + std::to_string(index) + "): " + cudaGetErrorString(e);
+}
+
 std::string launch_qsnr_sums(const Recipe& r, int n, float g, const float* x_dev, std::int64_t blocks,
                              BlockPartial* partials_dev, ChunkSum* chunks_dev, double* crest_dev) {
   if (n <= 0 || n > kMaxRecipeBlock) return "block size must be in 1..128, got " + std::to_string(n);

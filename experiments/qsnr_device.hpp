@@ -22,6 +22,9 @@ QsnrTotals qsnr_totals_cpu(const Recipe& r, int n, float g, const std::vector<fl
 namespace device {
 // The same on the GPU: "" or the CUDA error / "built without CUDA".
 std::string qsnr_totals(const Recipe& r, int n, float g, const std::vector<float>& x, QsnrTotals* out);
+// Visible GPUs (0 without CUDA), and the one this host thread uses from now on.
+int gpu_count();
+std::string use_gpu(int index);
 // The kernels (qsnr_device.cu, or a stub): partials of `blocks` blocks of x_dev, chunk sums and crests.
 std::string launch_qsnr_sums(const Recipe& r, int n, float g, const float* x_dev, std::int64_t blocks,
                              BlockPartial* partials_dev, ChunkSum* chunks_dev, double* crest_dev);

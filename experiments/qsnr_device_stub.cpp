@@ -3,6 +3,9 @@
 
 namespace kvq::experiments::device {
 
+int gpu_count() { return 0; }
+std::string use_gpu(int) { return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)"; }
+
 std::string launch_qsnr_sums(const Recipe&, int, float, const float*, std::int64_t, BlockPartial*, ChunkSum*, double*) {
   return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
 }

@@ -2,6 +2,7 @@
 // seeded samples (REFERENCE.md section 8 definitions): pooled QSNR, MSE, max |error|, clipping,
 // block crest factors. The sums are qsnr_partials.hpp's, on the CPU or (--device cuda) the GPU.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -22,7 +23,7 @@ struct QsnrConfig {
   Distribution distribution;
 };
 
-std::string measure(const QsnrConfig& c, const StudyOptions& o, SampleCache& cache) {
+std::string measure(const QsnrConfig& c, std::size_t index, const StudyOptions& o, SampleCache& cache) {
   const std::uint64_t seed = data_seed(o.seed, c.distribution.name);
   Recipe r = c.recipe.recipe;
   if (c.block) r.block = c.block;
@@ -32,10 +33,14 @@ std::string measure(const QsnrConfig& c, const StudyOptions& o, SampleCache& cac
   const std::int64_t samples = static_cast<std::int64_t>(x.size());
   const float g = tensor_scale(r, kernels::amax_cpu(kernels::DType::fp32, x.data(), samples));
   QsnrTotals t;
-  if (o.device == "cuda") {
-    static std::mutex one_device;
-    const std::lock_guard<std::mutex> guard(one_device);
-    if (auto e = device::qsnr_totals(r, block, g, x, &t); !e.empty()) throw std::runtime_error(e);
+  if (o.device == "cuda") {  // every visible GPU: configuration i on GPU i % count, one job at a time each
+    static std::array<std::mutex, 64> gpus;
+    const int count = std::max(1, std::min<int>(device::gpu_count(), static_cast<int>(gpus.size())));
+    const int gpu = static_cast<int>(index % static_cast<std::size_t>(count));
+    const std::lock_guard<std::mutex> guard(gpus[gpu]);
+    std::string e = device::gpu_count() > 0 ? device::use_gpu(gpu) : "";
+    if (e.empty()) e = device::qsnr_totals(r, block, g, x, &t);
+    if (!e.empty()) throw std::runtime_error(e);
   } else {
     t = qsnr_totals_cpu(r, block, g, x);
   }
@@ -86,7 +91,7 @@ std::string make_qsnr_study(const StudyOptions& o, StudyGrid* grid) {
     grid->labels.push_back(std::string(c.recipe.name) + " block " + std::to_string(c.block) + " " + c.distribution.name +
                            (o.rotate ? " (rotated)" : ""));
   auto cache = std::make_shared<SampleCache>();
-  grid->run = [configs, o, cache](std::size_t i) { return std::vector<std::string>{measure(configs[i], o, *cache)}; };
+  grid->run = [configs, o, cache](std::size_t i) { return std::vector<std::string>{measure(configs[i], i, o, *cache)}; };
   std::vector<std::string> dist_names;
   for (const Distribution& d : dists) dist_names.push_back(d.name);
   grid->manifest = "  \"head_dim\": " + std::to_string(o.head_dim) + ",\n  \"rotate\": " +
