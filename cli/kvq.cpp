@@ -15,6 +15,7 @@ constexpr const char* kUsage =
     "  kvq dequant RECIPE --in DIR --out Y.npy [--dtype fp32|bf16|fp16]\n"
     "  kvq bench [--recipes a,b] [--mib N]  kernel GB/s against D2D copy bandwidth (GPU)\n"
     "  kvq study qsnr --out DIR [...]       quantization error per recipe x block x distribution\n"
+    "  kvq study crest|scales|attention|errors|all|merge --out DIR   the other error studies (docs/studies.md)\n"
     "  kvq table FORMAT                     every code: hex, bits, exact value\n"
     "  kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna]\n"
     "                                       FP32 inputs on stdin -> codes\n"

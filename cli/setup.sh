@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # kvq set-up and main job: installs what is missing (Debian packages, a Python virtual
 # environment with numpy and ml_dtypes for the cross-checks), builds, then runs the main
-# job: `kvq check` (the whole property suite on the CPU, on the GPU too when one is present).
+# job: `kvq check` (the whole property suite on the CPU, on the GPU too when one is present),
+# then the default error studies and their notebooks (experiments/run_default_studies.sh).
 #
 #   bash cli/setup.sh            set up, build, run the main job
-#   bash cli/setup.sh --build    set up and build only (what CI does before ctest)
+#   bash cli/setup.sh --build    set up and build only (what CI does before ctest; no notebook packages)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,9 +27,16 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy, ml_dtypes" 
   .venv/bin/pip install -q --disable-pip-version-check numpy ml_dtypes==0.6.0
 fi
 
+if [ "${1:-}" != "--build" ] && ! .venv/bin/python -c "import pandas, matplotlib, nbconvert, ipykernel" 2>/dev/null; then
+  echo "kvq setup: adding the notebook packages to .venv (pandas, matplotlib, nbconvert, ipykernel)"
+  .venv/bin/pip install -q --disable-pip-version-check pandas matplotlib nbconvert ipykernel
+fi
+
 cmake --preset default -DKVQ_PYTHON="$PWD/.venv/bin/python" >/dev/null
 cmake --build --preset default -j "$(nproc)"
 
 if [ "${1:-}" = "--build" ]; then exit 0; fi
 echo "kvq setup: running the main job (build/kvq check), report in build/check-report.json"
-exec build/kvq check --report build/check-report.json
+build/kvq check --report build/check-report.json
+echo "kvq setup: running the default error studies and notebooks (report in build/report/index.html)"
+exec bash experiments/run_default_studies.sh build/report

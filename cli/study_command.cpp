@@ -1,20 +1,20 @@
-// kvq study qsnr: the error studies of experiments/ from the command line.
-#include <chrono>
-#include <filesystem>
-#include <fstream>
+// kvq study: the error studies of experiments/ from the command line (docs/studies.md).
 #include <ostream>
 #include <sstream>
+#include <thread>
 
 #include "cli/commands.hpp"
-#include "experiments/qsnr_study.hpp"
-#include "formats/recipe_names.hpp"
+#include "experiments/studies.hpp"
 
 namespace kvq::cli {
 namespace {
 
 constexpr const char* kStudyUsage =
-    "usage: kvq study qsnr --out DIR [--recipes a,b] [--blocks 16,32] [--dist a,b] [--samples N]\n"
-    "                      [--seed S] [--rotate none|hadamard] [--head-dim D] [--shard I/N]\n"
+    "usage: kvq study qsnr|crest|scales|attention|errors|all --out DIR [options]\n"
+    "       kvq study merge --out DIR [--study NAME]     join DIR/NAME.shardIofN.csv into DIR/NAME.csv\n"
+    "options: --recipes a,b  --blocks 16,32  --dist a,b  --samples N  --seed S  --rotate none|hadamard\n"
+    "         --head-dim D  --shard I/N  --jobs J  --seq-lens 512,2048  --heads H  --queries Q\n"
+    "         --device cpu|cuda (qsnr: the same sums on the GPU)\n"
     "  distributions: gaussian laplace student-t:NU uniform kv-keys kv-values (unit variance)\n";
 
 std::vector<std::string> split(const std::string& s) {
@@ -35,17 +35,48 @@ bool parse_int(const std::string& s, long long* v) {
   }
 }
 
+bool parse_ints(const std::string& s, std::vector<int>* out) {
+  out->clear();
+  for (const std::string& item : split(s)) {
+    long long n = 0;
+    if (!parse_int(item, &n)) return false;
+    out->push_back(static_cast<int>(n));
+  }
+  return !out->empty();
+}
+
+int merge_command(const std::string& dir, const std::string& only, std::ostream& out, std::ostream& err) {
+  std::vector<std::string> studies = only.empty() ? experiments::sharded_studies(dir) : std::vector<std::string>{only};
+  if (studies.empty()) {
+    err << "kvq study merge: no *.shardIofN.csv files in --out " << dir << "\n";
+    return 2;
+  }
+  for (const std::string& study : studies) {
+    experiments::StudyGrid grid;  // the study's finish step (derived files), with default options
+    for (const auto& [name, make] : experiments::study_factories())
+      if (name == study) make(experiments::StudyOptions{}, &grid);
+    if (auto e = experiments::merge_study(dir, study, grid.finish, out); !e.empty()) {
+      err << "kvq study: " << e << "\n";
+      return 2;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int study_command(const Args& args, std::ostream& out, std::ostream& err) {
-  if (args.empty() || args[0] != "qsnr") {
-    err << "kvq study: the studies so far: qsnr\n" << kStudyUsage;
+  const std::string study = args.empty() ? "" : args[0];
+  bool known = study == "all" || study == "merge";
+  for (const auto& [name, make] : experiments::study_factories()) known = known || name == study;
+  if (!known) {
+    err << "kvq study: unknown study '" << study << "'\n" << kStudyUsage;
     return 2;
   }
-  experiments::QsnrOptions o;
-  for (const auto& r : kRecipes) o.recipes.emplace_back(r.name);
-  o.distributions = {"gaussian", "laplace", "student-t:5", "uniform", "kv-keys", "kv-values"};
-  std::string dir;
+  experiments::StudyOptions o;
+  experiments::StudyRun run;
+  run.jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string only;
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (i + 1 >= args.size()) {
@@ -55,21 +86,26 @@ int study_command(const Args& args, std::ostream& out, std::ostream& err) {
     const std::string& v = args[++i];
     long long n = 0;
     if (a == "--out") {
-      dir = v;
+      run.dir = v;
+    } else if (a == "--study") {
+      only = v;
+    } else if (a == "--device") {
+      if (v != "cpu" && v != "cuda") {
+        err << "kvq study: --device is cpu or cuda, got '" << v << "'\n";
+        return 2;
+      }
+      o.device = v;
     } else if (a == "--recipes") {
       o.recipes = split(v);
     } else if (a == "--dist") {
       o.distributions = split(v);
-    } else if (a == "--blocks") {
-      o.blocks.clear();
-      for (const std::string& b : split(v)) {
-        if (!parse_int(b, &n)) {
-          err << "kvq study: --blocks takes integers, got '" << b << "'\n";
-          return 2;
-        }
-        o.blocks.push_back(static_cast<int>(n));
+    } else if (a == "--blocks" || a == "--seq-lens") {
+      if (!parse_ints(v, a == "--blocks" ? &o.blocks : &o.seq_lens)) {
+        err << "kvq study: " << a << " takes integers separated by commas, got '" << v << "'\n";
+        return 2;
       }
-    } else if (a == "--samples" || a == "--seed" || a == "--head-dim") {
+    } else if (a == "--samples" || a == "--seed" || a == "--head-dim" || a == "--jobs" || a == "--heads" ||
+               a == "--queries") {
       if (!parse_int(v, &n) || n < 0) {
         err << "kvq study: " << a << " takes a non-negative integer, got '" << v << "'\n";
         return 2;
@@ -77,6 +113,9 @@ int study_command(const Args& args, std::ostream& out, std::ostream& err) {
       if (a == "--samples") o.samples = n;
       if (a == "--seed") o.seed = static_cast<std::uint64_t>(n);
       if (a == "--head-dim") o.head_dim = static_cast<int>(n);
+      if (a == "--jobs") run.jobs = static_cast<int>(n);
+      if (a == "--heads") o.heads = static_cast<int>(n);
+      if (a == "--queries") o.queries = static_cast<int>(n);
     } else if (a == "--rotate") {
       if (v != "none" && v != "hadamard") {
         err << "kvq study: --rotate is none or hadamard, got '" << v << "'\n";
@@ -90,37 +129,35 @@ int study_command(const Args& args, std::ostream& out, std::ostream& err) {
         err << "kvq study: --shard takes I/N, got '" << v << "'\n";
         return 2;
       }
-      o.shard_index = static_cast<int>(index);
-      o.shard_count = static_cast<int>(count);
+      run.shard_index = static_cast<int>(index);
+      run.shard_count = static_cast<int>(count);
     } else {
       err << "kvq study: unexpected argument '" << a << "'\n" << kStudyUsage;
       return 2;
     }
   }
-  if (dir.empty()) {
+  if (run.dir.empty()) {
     err << "kvq study: --out DIR is required\n" << kStudyUsage;
     return 2;
   }
-  std::vector<experiments::QsnrRow> rows;
-  const auto start = std::chrono::steady_clock::now();
-  const std::string e = experiments::run_qsnr_study(o, err, &rows);
-  if (!e.empty()) {
-    err << "kvq study: " << e << "\n";
+  if (study == "merge") return merge_command(run.dir, only, out, err);
+  if (o.device == "cuda" && study != "qsnr" && study != "all") {
+    err << "kvq study: --device cuda runs the qsnr study only (the others run on the CPU)\n";
     return 2;
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  const std::string suffix = o.shard_count > 1 ? ".shard" + std::to_string(o.shard_index) + "of" + std::to_string(o.shard_count) : "";
-  std::ofstream csv(dir + "/qsnr" + suffix + ".csv"), manifest(dir + "/qsnr" + suffix + ".json");
-  if (ec || !csv || !manifest) {
-    err << "kvq study: cannot write into --out " << dir << "\n";
-    return 2;
+  run.seed = o.seed;
+  run.samples = o.samples;
+  for (const auto& [name, make] : experiments::study_factories()) {
+    if (study != "all" && study != name) continue;
+    experiments::StudyGrid grid;
+    run.device = name == "qsnr" ? o.device : "cpu";  // `all --device cuda`: qsnr on the GPU
+    std::string e = make(o, &grid);
+    if (e.empty()) e = experiments::run_study(grid, run, err, out);
+    if (!e.empty()) {
+      err << "kvq study " << name << ": " << e << "\n";
+      return 2;
+    }
   }
-  experiments::write_qsnr_csv(rows, csv);
-  experiments::write_qsnr_manifest(o, rows, seconds, manifest);
-  out << "kvq study qsnr: " << rows.size() << " configurations in " << seconds << " s -> " << dir << "/qsnr" << suffix
-      << ".csv, .json\n";
   return 0;
 }
 

@@ -72,6 +72,17 @@ std::optional<Distribution> distribution_from_name(const std::string& name, std:
   return std::nullopt;
 }
 
+std::string distributions_from_names(const std::vector<std::string>& names, const std::vector<std::string>& defaults,
+                                     std::vector<Distribution>* out) {
+  for (const std::string& name : names.empty() ? defaults : names) {
+    std::string error;
+    const auto d = distribution_from_name(name, &error);
+    if (!d) return "--dist: " + error;
+    out->push_back(*d);
+  }
+  return {};
+}
+
 namespace {
 
 // Per-channel standard deviations of the synthetic KV head vectors, normalised to mean square 1.

@@ -31,8 +31,14 @@ struct Distribution {
   std::string name;
 };
 
+inline const std::vector<std::string> kDefaultDistributions{"gaussian", "laplace", "student-t:5",
+                                                           "uniform",  "kv-keys", "kv-values"};
+
 // "gaussian", "laplace", "student-t:NU", "uniform", "kv-keys", "kv-values"; nullopt if unknown.
 std::optional<Distribution> distribution_from_name(const std::string& name, std::string* error);
+// Names to distributions (defaults when names is empty); "" or an error naming --dist.
+std::string distributions_from_names(const std::vector<std::string>& names, const std::vector<std::string>& defaults,
+                                     std::vector<Distribution>* out);
 
 // rows x cols samples, row-major. kv-* treat a row as one token's head vector (cols = head_dim,
 // even) at position = row index; the others are i.i.d. Unit variance by construction.

@@ -56,3 +56,4 @@ TEST_CASE("recipes") { kvq::props::run_suite_under_doctest("recipes"); }
 TEST_CASE("kernels") { kvq::props::run_suite_under_doctest("kernels"); }
 TEST_CASE("mla") { kvq::props::run_suite_under_doctest("mla"); }
 TEST_CASE("rope") { kvq::props::run_suite_under_doctest("rope"); }
+TEST_CASE("studies") { kvq::props::run_suite_under_doctest("studies"); }

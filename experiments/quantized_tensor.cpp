@@ -1,0 +1,71 @@
+#include "experiments/quantized_tensor.hpp"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "experiments/study_runner.hpp"
+#include "formats/names.hpp"
+
+namespace kvq::experiments {
+
+std::uint8_t QuantizedTensor::code(std::int64_t k) const {
+  return kernels::code_at(shape, codes.data() + (k / shape.cols) * shape.code_bytes_per_row(), k % shape.cols);
+}
+
+std::uint8_t QuantizedTensor::scale_code(std::int64_t k) const {
+  return shape.scales_per_row() ? scales[(k / shape.cols) * shape.scales_per_row() + (k % shape.cols) / shape.block()] : 0;
+}
+
+double QuantizedTensor::decode_scale(std::int64_t k) const {
+  const std::uint8_t s = scale_code(k);
+  switch (shape.recipe.scale) {
+    case BlockScale::e4m3_two_level: return static_cast<double>(e4m3_value_fast(s)) * g;
+    case BlockScale::e8m0_pow2: return std::ldexp(1.0, static_cast<int>(s) - 127);
+    case BlockScale::tensor_only: return g;
+  }
+  return 0;
+}
+
+bool QuantizedTensor::clipped(std::int64_t k, float x) const {
+  const Format f = format_of(shape.recipe.element);
+  return (code(k) & f.magnitude_mask()) == f.max_finite_code() &&
+         std::fabs(static_cast<double>(x)) > std::fabs(static_cast<double>(values[k]));
+}
+
+QuantizedTensor quantize_tensor(const Recipe& r, const std::vector<float>& x, std::int64_t rows, int cols) {
+  QuantizedTensor q;
+  q.shape = kernels::QuantizeShape{r, rows, cols};
+  q.codes.resize(q.shape.code_bytes());
+  q.scales.resize(q.shape.scale_bytes());
+  q.values.resize(x.size());
+  q.g = tensor_scale(r, kernels::amax_cpu(kernels::DType::fp32, x.data(), static_cast<std::int64_t>(x.size())));
+  std::string e = kernels::quantize_cpu(q.shape, kernels::DType::fp32, x.data(), q.g, q.codes.data(), q.scales.data());
+  if (e.empty())
+    e = kernels::dequantize_cpu(q.shape, q.codes.data(), q.scales.data(), q.g, kernels::DType::fp32, q.values.data());
+  if (!e.empty()) throw std::runtime_error(e);
+  return q;
+}
+
+std::string recipes_from_names(const std::vector<std::string>& names, std::vector<NamedRecipe>* out) {
+  if (names.empty()) {
+    out->assign(kRecipes.begin(), kRecipes.end());
+    return {};
+  }
+  for (const std::string& name : names) {
+    const auto r = recipe_from_name(name);
+    if (!r) return "--recipes: unknown recipe '" + name + "' (see kvq recipes)";
+    out->push_back(*r);
+  }
+  return {};
+}
+
+std::string recipes_manifest(const std::vector<NamedRecipe>& recipes) {
+  std::string s = "  \"recipes\": [\n";
+  for (std::size_t i = 0; i < recipes.size(); ++i)
+    s += "    {\"name\": " + json_quoted(recipes[i].name) + ", \"element\": " + json_quoted(name_of(recipes[i].recipe.element)) +
+         ", \"default_block\": " + std::to_string(recipes[i].recipe.block) + ", \"scales\": " +
+         json_quoted(recipes[i].scales) + "}" + (i + 1 < recipes.size() ? ",\n" : "\n");
+  return s + "  ],\n";
+}
+
+}  // namespace kvq::experiments

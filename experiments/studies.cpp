@@ -1,0 +1,23 @@
+#include "experiments/studies.hpp"
+
+#include "experiments/distributions.hpp"
+
+namespace kvq::experiments {
+
+SampleCache::Samples samples_of(const Distribution& d, int rotation_block, const StudyOptions& o, SampleCache& cache) {
+  return cache.get(d.name + "/" + std::to_string(rotation_block), [&] {
+    const std::uint64_t seed = data_seed(o.seed, d.name);
+    std::vector<float> x = sample(d, (o.samples + o.head_dim - 1) / o.head_dim, o.head_dim, seed);
+    if (rotation_block) rotate_hadamard(x, rotation_block, seed + static_cast<std::uint64_t>(rotation_block));
+    return x;
+  });
+}
+
+const std::vector<std::pair<std::string, StudyFactory>>& study_factories() {
+  static const std::vector<std::pair<std::string, StudyFactory>> factories{
+      {"qsnr", make_qsnr_study},         {"crest", make_crest_study},   {"scales", make_scales_study},
+      {"attention", make_attention_study}, {"errors", make_errors_study}};
+  return factories;
+}
+
+}  // namespace kvq::experiments
