@@ -1,0 +1,101 @@
+// Paged store ("reshape and cache", REFERENCE.md S3): K/V tokens [T, heads, D] are quantized and
+// written at slot_mapping[t] of a paged cache (kernels/paged_layout.hpp). Validation, the
+// per-chunk work shared by the CPU twin and the kernel, and the entry points. Contract:
+// docs/paged.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "formats/packing.hpp"
+#include "formats/recipes.hpp"
+#include "kernels/paged_layout.hpp"
+#include "kernels/quantize.hpp"
+
+namespace kvq::kernels {
+
+inline constexpr int kPagedChunk = 16;       // elements quantized together: one NVFP4 block, one FP8 chunk
+inline constexpr int kMaxPagedHeads = 256;  // scales travel by value in the kernel's parameters
+
+struct PagedStoreShape {
+  PagedKvLayout layout;
+  // FP8: a per-tensor E4M3 recipe (fp8-e4m3-tensor divides by the scale, fp8-e4m3-tensor-rcp
+  // multiplies by its FP32 reciprocal). NVFP4: E2M1 elements, E4M3 two-level scale, block 16
+  // (nvfp4, nvfp4-vllm, ...).
+  Recipe recipe;
+  std::int64_t tokens = 0;  // T
+  DType input = DType::bf16;
+  bool per_head_scales = false;  // scale of head h is k[h] / v[h]; otherwise k[0] / v[0]
+  bool check_slots = true;       // device launcher: validate slot_mapping on the host first (one stream sync)
+};
+
+// DECODE scales, host values: FP8 k_scale / v_scale (value = code * scale), NVFP4 the FP32
+// tensor (global) scale g of K and of V.
+struct PagedScales {
+  float k[kMaxPagedHeads] = {};
+  float v[kMaxPagedHeads] = {};
+};
+
+struct PagedStoreArgs {
+  const void* key = nullptr;    // [T, heads, D] of shape.input, contiguous
+  const void* value = nullptr;  // [T, heads, D]
+  const std::int64_t* slot_mapping = nullptr;  // [T]; slot < 0: padding, nothing written
+  std::uint8_t* key_cache = nullptr;    // FP8: the K cache; NVFP4: the one kv_cache
+  std::uint8_t* value_cache = nullptr;  // FP8: the V cache; NVFP4: must be null
+};
+
+// "" or a message naming the argument: geometry, recipe, scales, pointers (not the slots).
+std::string validate(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a);
+// "" or a message naming the first bad slot_mapping entry: >= num_blocks*block_size, or a slot
+// given to two tokens (rejected: the write order would decide the cache).
+std::string validate_slots(const PagedKvLayout& layout, const std::int64_t* slot_mapping, std::int64_t tokens);
+
+// CPU twin: validate everything, then paged_store_chunk over every item.
+std::string paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a);
+
+KVQ_HD inline std::int64_t paged_store_items(const PagedStoreShape& s) {
+  return 2 * s.tokens * s.layout.heads * (s.layout.head_dim / kPagedChunk);
+}
+
+// Item -> (side, token, head, chunk), chunk fastest: neighbouring items write neighbouring bytes.
+// One chunk: 16 values loaded, quantize_block (formats/recipes.hpp), codes (packed for NVFP4)
+// and the NVFP4 block scale stored at the layout's offsets. A padding or out-of-range slot
+// writes nothing.
+KVQ_HD inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a,
+                                     std::int64_t item) {
+  const PagedKvLayout& L = s.layout;
+  const std::int64_t chunks = L.head_dim / kPagedChunk;
+  const std::int64_t chunk = item % chunks, row = item / chunks;
+  const std::int64_t head = row % L.heads, token_row = row / L.heads;
+  const std::int64_t token = token_row % s.tokens;
+  const KvSide side = token_row < s.tokens ? KvSide::k : KvSide::v;
+  const std::int64_t slot = a.slot_mapping[token];
+  if (slot < 0 || slot >= L.slots()) return;
+  const std::int64_t block = slot / L.block_size, offset = slot % L.block_size;
+  float values[kPagedChunk];
+  std::uint8_t codes[kPagedChunk];
+  const bool is_k = side == KvSide::k;
+  io::load_values(s.input, is_k ? a.key : a.value, (token * L.heads + head) * L.head_dim + chunk * kPagedChunk,
+                  kPagedChunk, values);
+  const std::int64_t h = s.per_head_scales ? head : 0;
+  const std::uint8_t scale = quantize_block(s.recipe, is_k ? scales.k[h] : scales.v[h], values, kPagedChunk, codes);
+  if (L.format == PagedFormat::fp8) {
+    std::uint8_t* cache = is_k ? a.key_cache : a.value_cache;
+    io::store_bytes(cache + L.data_offset(side, block, offset, head, chunk * kPagedChunk), codes, kPagedChunk);
+    return;
+  }
+  KVQ_UNROLL
+  for (int i = 0; i < kPagedChunk / 2; ++i) codes[i] = pack_e2m1_pair(codes[2 * i], codes[2 * i + 1]);
+  io::store_bytes(a.key_cache + L.data_offset(side, block, offset, head, chunk * kPagedChunk / 2), codes,
+                  kPagedChunk / 2);
+  a.key_cache[L.scale_offset(side, block, offset, head, chunk)] = scale;
+}
+
+// GPU: device pointers for args, host values for scales, an opaque cudaStream_t. With
+// check_slots, slot_mapping is copied to the host on the stream and the stream synchronised
+// before the launch. Returns "" or the validation / CUDA error.
+namespace device {
+std::string paged_store(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, void* stream);
+}  // namespace device
+
+}  // namespace kvq::kernels
