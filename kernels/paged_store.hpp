@@ -57,36 +57,45 @@ KVQ_HD inline std::int64_t paged_store_items(const PagedStoreShape& s) {
   return 2 * s.tokens * s.layout.heads * (s.layout.head_dim / kPagedChunk);
 }
 
+// Whether item and slot indices fit 32 bits: the kernel and the twin then decompose them in
+// 32-bit arithmetic (a GPU's 64-bit division is a long software routine), with the same results.
+KVQ_HD inline bool paged_store_narrow(const PagedStoreShape& s) {
+  return paged_store_items(s) <= 0xffffffffll && s.layout.slots() <= 0xffffffffll;
+}
+
 // Item -> (side, token, head, chunk), chunk fastest: neighbouring items write neighbouring bytes.
 // One chunk: 16 values loaded, quantize_block (formats/recipes.hpp), codes (packed for NVFP4)
 // and the NVFP4 block scale stored at the layout's offsets. A padding or out-of-range slot
-// writes nothing.
+// writes nothing. Index: std::uint32_t where paged_store_narrow, else std::int64_t.
+template <typename Index>
 KVQ_HD inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a,
-                                     std::int64_t item) {
+                                     Index item) {
   const PagedKvLayout& L = s.layout;
-  const std::int64_t chunks = L.head_dim / kPagedChunk;
-  const std::int64_t chunk = item % chunks, row = item / chunks;
-  const std::int64_t head = row % L.heads, token_row = row / L.heads;
-  const std::int64_t token = token_row % s.tokens;
-  const KvSide side = token_row < s.tokens ? KvSide::k : KvSide::v;
+  const auto chunks = static_cast<Index>(L.head_dim / kPagedChunk), heads = static_cast<Index>(L.heads);
+  const auto tokens = static_cast<Index>(s.tokens);
+  const Index chunk = item % chunks, row = item / chunks;
+  const Index head = row % heads, token_row = row / heads;
+  const KvSide side = token_row < tokens ? KvSide::k : KvSide::v;
+  const Index token = side == KvSide::k ? token_row : token_row - tokens;
   const std::int64_t slot = a.slot_mapping[token];
   if (slot < 0 || slot >= L.slots()) return;
-  const std::int64_t block = slot / L.block_size, offset = slot % L.block_size;
+  const auto bs = static_cast<Index>(L.block_size);
+  const Index block = static_cast<Index>(slot) / bs, offset = static_cast<Index>(slot) % bs;
   float values[kPagedChunk];
   std::uint8_t codes[kPagedChunk];
   const bool is_k = side == KvSide::k;
-  io::load_values(s.input, is_k ? a.key : a.value, (token * L.heads + head) * L.head_dim + chunk * kPagedChunk,
+  io::load_values(s.input, is_k ? a.key : a.value, (token * L.heads + head) * L.head_dim + std::int64_t{chunk} * kPagedChunk,
                   kPagedChunk, values);
-  const std::int64_t h = s.per_head_scales ? head : 0;
+  const Index h = s.per_head_scales ? head : 0;
   const std::uint8_t scale = quantize_block(s.recipe, is_k ? scales.k[h] : scales.v[h], values, kPagedChunk, codes);
   if (L.format == PagedFormat::fp8) {
     std::uint8_t* cache = is_k ? a.key_cache : a.value_cache;
-    io::store_bytes(cache + L.data_offset(side, block, offset, head, chunk * kPagedChunk), codes, kPagedChunk);
+    io::store_bytes(cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk), codes, kPagedChunk);
     return;
   }
   KVQ_UNROLL
   for (int i = 0; i < kPagedChunk / 2; ++i) codes[i] = pack_e2m1_pair(codes[2 * i], codes[2 * i + 1]);
-  io::store_bytes(a.key_cache + L.data_offset(side, block, offset, head, chunk * kPagedChunk / 2), codes,
+  io::store_bytes(a.key_cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk / 2), codes,
                   kPagedChunk / 2);
   a.key_cache[L.scale_offset(side, block, offset, head, chunk)] = scale;
 }

@@ -95,7 +95,11 @@ std::string paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales,
   if (auto e = validate(s, scales, a); !e.empty()) return e;
   if (auto e = validate_slots(s.layout, a.slot_mapping, s.tokens); !e.empty()) return e;
   const std::int64_t items = paged_store_items(s);
-  for (std::int64_t item = 0; item < items; ++item) paged_store_chunk(s, scales, a, item);
+  const bool narrow = paged_store_narrow(s);  // the index width the kernel uses
+  for (std::int64_t item = 0; item < items; ++item) {
+    if (narrow) paged_store_chunk(s, scales, a, static_cast<std::uint32_t>(item));
+    else paged_store_chunk(s, scales, a, item);
+  }
   return {};
 }
 

@@ -11,7 +11,7 @@
 namespace kvq::kernels {
 namespace {
 
-template <PagedFormat F, DType T>
+template <PagedFormat F, DType T, typename Index>
 __global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args) {
   PagedStoreShape s = shape;
   s.input = T;
@@ -21,21 +21,28 @@ __global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, Pa
   const std::int64_t items = paged_store_items(s);
   for (std::int64_t item = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; item < items;
        item += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    paged_store_chunk(s, scales, args, item);
+    paged_store_chunk(s, scales, args, static_cast<Index>(item));
 }
 
 using launch::status;
 constexpr int kThreads = 128;
 
-template <PagedFormat F>
+template <PagedFormat F, typename Index>
 cudaError_t launch_store(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, int grid,
-                   cudaStream_t stream) {
+                         cudaStream_t stream) {
   switch (s.input) {
-    case DType::fp32: paged_store_kernel<F, DType::fp32><<<grid, kThreads, 0, stream>>>(s, scales, a); break;
-    case DType::bf16: paged_store_kernel<F, DType::bf16><<<grid, kThreads, 0, stream>>>(s, scales, a); break;
-    case DType::fp16: paged_store_kernel<F, DType::fp16><<<grid, kThreads, 0, stream>>>(s, scales, a); break;
+    case DType::fp32: paged_store_kernel<F, DType::fp32, Index><<<grid, kThreads, 0, stream>>>(s, scales, a); break;
+    case DType::bf16: paged_store_kernel<F, DType::bf16, Index><<<grid, kThreads, 0, stream>>>(s, scales, a); break;
+    case DType::fp16: paged_store_kernel<F, DType::fp16, Index><<<grid, kThreads, 0, stream>>>(s, scales, a); break;
   }
   return cudaGetLastError();
+}
+
+template <PagedFormat F>
+cudaError_t launch_store(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, int grid,
+                         cudaStream_t stream) {
+  return paged_store_narrow(s) ? launch_store<F, std::uint32_t>(s, scales, a, grid, stream)
+                               : launch_store<F, std::int64_t>(s, scales, a, grid, stream);
 }
 
 }  // namespace

@@ -157,6 +157,16 @@ Caches run_twin(const PagedProblem& p, std::uint8_t poison) {
   return c;
 }
 
+// The store with 64-bit index arithmetic, the kernel's path for caches past 2^32 slots or items
+// (the twin takes the 32-bit path wherever the kernel does).
+Caches run_wide_indices(const PagedProblem& p, std::uint8_t poison) {
+  Caches c = poisoned(p.shape.layout, poison);
+  const kernels::PagedStoreArgs a = args_for(p, &c, p.slots.data());
+  for (std::int64_t item = 0; item < kernels::paged_store_items(p.shape); ++item)
+    kernels::paged_store_chunk(p.shape, p.scales, a, item);
+  return c;
+}
+
 // The expected caches: the poison, then every chunk of every non-padding token quantized by the
 // recipe model (quantize_block) and placed by the layout formulas of docs/paged.md, written
 // out here apart from PagedKvLayout.
@@ -255,7 +265,7 @@ Caches relayout(const Caches& from, const PagedKvLayout& a, const PagedKvLayout&
   return to;
 }
 
-// The recipes the paged store runs: FP8 in both conventions, NVFP4 in kvq's and vLLM's.
+// The recipes the paged store runs: FP8 in both conventions, NVFP4 in kvq's, FlashInfer's and vLLM's.
 struct StoreRecipe {
   const char* name;
   PagedFormat format;
@@ -263,6 +273,7 @@ struct StoreRecipe {
 constexpr StoreRecipe kStoreRecipes[] = {{"fp8-e4m3-tensor", PagedFormat::fp8},
                                          {"fp8-e4m3-tensor-rcp", PagedFormat::fp8},
                                          {"nvfp4", PagedFormat::nvfp4},
+                                         {"nvfp4-flashinfer-kv", PagedFormat::nvfp4},
                                          {"nvfp4-vllm", PagedFormat::nvfp4}};
 
 RunContext with_cases(const RunContext& ctx, int divisor) {
@@ -290,9 +301,13 @@ void register_store_properties() {
         const PagedProblem p = *problems;
         RC_CLASSIFY(p.shape.layout.order == KvOrder::nhd, "NHD");
         RC_CLASSIFY(p.shape.layout.swizzle != ScaleSwizzle::none, "swizzled");
+        RC_CLASSIFY(p.shape.per_head_scales, "per-head scales");
         for (const std::uint8_t poison : {kPoisonA, kPoisonB}) {
-          const std::string diff = first_difference(p.shape.layout, run_twin(p, poison), expected_caches(p, poison));
+          const Caches twin = run_twin(p, poison);
+          const std::string diff = first_difference(p.shape.layout, twin, expected_caches(p, poison));
           if (!diff.empty()) RC_FAIL(diff);
+          const std::string wide = first_difference(p.shape.layout, run_wide_indices(p, poison), twin);
+          if (!wide.empty()) RC_FAIL("64-bit indices: " + wide);
         }
       });
     });
@@ -589,15 +604,16 @@ void register_gpu_properties() {
         }
       });
     });
-    // A serving-sized store: 32768 tokens, 8 heads, D 128, block 16, shuffled slots and padding.
+    // A serving-sized store: 8192 tokens, 8 heads, D 128, block 16 (1M chunks: more than one grid
+    // of the kernel covers), shuffled slots over twice the blocks needed, padding.
     add_property("gpu", base + "/device-vs-cpu-twin-large", Device::cuda, [r, f](const RunContext& ctx) {
       std::string why;
       if (!kernels::device::available(&why)) return skipped(why);
       PagedProblem p;
       p.shape.recipe = r;
       p.shape.layout = PagedKvLayout{f, KvOrder::hnd, f == PagedFormat::fp8 ? ScaleSwizzle::none : ScaleSwizzle::k_and_v,
-                                     2560, 16, 8, 128};
-      p.shape.tokens = 32768;
+                                     1024, 16, 8, 128};
+      p.shape.tokens = 8192;
       p.shape.input = DType::bf16;
       std::vector<std::int64_t> all(static_cast<std::size_t>(p.shape.layout.slots()));
       std::iota(all.begin(), all.end(), 0);
