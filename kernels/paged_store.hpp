@@ -25,6 +25,10 @@ struct PagedStoreShape {
   Recipe recipe;
   std::int64_t tokens = 0;  // T
   DType input = DType::bf16;
+  // Elements from one token to the next in key / value (a view of a fused qkv tensor has
+  // (q_heads + 2*heads)*D); 0 means contiguous, heads*D.
+  std::int64_t key_stride = 0;
+  std::int64_t value_stride = 0;
   bool per_head_scales = false;  // scale of head h is k[h] / v[h]; otherwise k[0] / v[0]
   bool check_slots = true;       // device launcher: validate slot_mapping on the host first (one stream sync)
 };
@@ -37,8 +41,8 @@ struct PagedScales {
 };
 
 struct PagedStoreArgs {
-  const void* key = nullptr;    // [T, heads, D] of shape.input, contiguous
-  const void* value = nullptr;  // [T, heads, D]
+  const void* key = nullptr;    // [T, heads, D] of shape.input, token stride shape.key_stride
+  const void* value = nullptr;  // [T, heads, D], token stride shape.value_stride
   const std::int64_t* slot_mapping = nullptr;  // [T]; slot < 0: padding, nothing written
   std::uint8_t* key_cache = nullptr;    // FP8: the K cache; NVFP4: the one kv_cache
   std::uint8_t* value_cache = nullptr;  // FP8: the V cache; NVFP4: must be null
@@ -52,6 +56,11 @@ std::string validate_slots(const PagedKvLayout& layout, const std::int64_t* slot
 
 // CPU twin: validate everything, then paged_store_chunk over every item.
 std::string paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a);
+
+KVQ_HD inline std::int64_t token_stride(const PagedStoreShape& s, KvSide side) {
+  const std::int64_t given = side == KvSide::k ? s.key_stride : s.value_stride;
+  return given ? given : s.layout.heads * s.layout.head_dim;
+}
 
 KVQ_HD inline std::int64_t paged_store_items(const PagedStoreShape& s) {
   return 2 * s.tokens * s.layout.heads * (s.layout.head_dim / kPagedChunk);
@@ -84,8 +93,9 @@ KVQ_HD inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales
   float values[kPagedChunk];
   std::uint8_t codes[kPagedChunk];
   const bool is_k = side == KvSide::k;
-  io::load_values(s.input, is_k ? a.key : a.value, (token * L.heads + head) * L.head_dim + std::int64_t{chunk} * kPagedChunk,
-                  kPagedChunk, values);
+  io::load_values(s.input, is_k ? a.key : a.value,
+                  token * token_stride(s, side) + head * L.head_dim + std::int64_t{chunk} * kPagedChunk, kPagedChunk,
+                  values);
   const Index h = s.per_head_scales ? head : 0;
   const std::uint8_t scale = quantize_block(s.recipe, is_k ? scales.k[h] : scales.v[h], values, kPagedChunk, codes);
   if (L.format == PagedFormat::fp8) {

@@ -57,6 +57,11 @@ std::string validate(const PagedStoreShape& s, const PagedScales& scales, const 
   if (nvfp4 && !is_nvfp4_recipe(s.recipe)) return "recipe must be NVFP4 (E2M1 elements, E4M3 block scale, block 16) for the NVFP4 layout";
   if (!nvfp4 && !is_fp8_recipe(s.recipe)) return "recipe must be per-tensor E4M3 (fp8-e4m3-tensor or fp8-e4m3-tensor-rcp) for the FP8 layout";
   if (s.tokens < 0) return "tokens must be >= 0, got " + std::to_string(s.tokens);
+  const std::int64_t row = s.layout.heads * s.layout.head_dim;
+  for (const auto& [name, stride] : {std::pair{"key_stride", s.key_stride}, std::pair{"value_stride", s.value_stride}})
+    if (stride != 0 && stride < row)
+      return std::string(name) + " must be 0 (contiguous) or >= heads*head_dim = " + std::to_string(row) + ", got " +
+             std::to_string(stride);
   if (auto e = validate_scales(s, scales); !e.empty()) return e;
   if (nvfp4 && a.value_cache) return "value_cache must be null for the NVFP4 layout (K and V share key_cache, the kv_cache)";
   if (s.tokens == 0) return {};

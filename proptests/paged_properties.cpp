@@ -22,6 +22,7 @@ namespace {
 using kernels::DType;
 using kernels::KvOrder;
 using kernels::KvSide;
+using kernels::token_stride;
 using kernels::PagedFormat;
 using kernels::PagedKvLayout;
 using kernels::PagePart;
@@ -45,7 +46,8 @@ void showValue(const PagedProblem& p, std::ostream& os) {
   const PagedKvLayout& L = p.shape.layout;
   os << (L.format == PagedFormat::fp8 ? "FP8 " : "NVFP4 ") << name_of(L.order) << ", " << name_of(L.swizzle)
      << ", num_blocks " << L.num_blocks << ", block_size " << L.block_size << ", heads " << L.heads << ", D "
-     << L.head_dim << ", T " << p.shape.tokens << ", " << kernels::name_of(p.shape.input)
+     << L.head_dim << ", T " << p.shape.tokens << ", strides " << p.shape.key_stride << "/" << p.shape.value_stride
+     << ", " << kernels::name_of(p.shape.input)
      << (p.shape.per_head_scales ? ", per-head scales" : ", per-tensor scales") << "\nslot_mapping:";
   for (const auto s : p.slots) os << " " << s;
   os << "\nk scales:";
@@ -108,6 +110,9 @@ rc::Gen<PagedProblem> gen_problem(Recipe recipe, PagedFormat format, Limits lim)
     s.input = *rc::gen::element(DType::bf16, DType::fp16, DType::fp32);
     s.per_head_scales = *rc::gen::arbitrary<bool>();
     s.tokens = *rc::gen::inRange(0, lim.max_tokens + 1);
+    const std::int64_t row = L.heads * L.head_dim;  // token strides: contiguous, a qkv view, unaligned
+    s.key_stride = *rc::gen::element<std::int64_t>(0, row, 3 * row, row + 1);
+    s.value_stride = *rc::gen::element<std::int64_t>(0, row, 3 * row, row + 1);
     const std::uint32_t seed = *rc::gen::arbitrary<std::uint32_t>();
     // Distinct slots from a seeded permutation of the cache; about one token in six is padding.
     std::vector<std::int64_t> free_slots(static_cast<std::size_t>(L.slots()));
@@ -118,11 +123,11 @@ rc::Gen<PagedProblem> gen_problem(Recipe recipe, PagedFormat format, Limits lim)
       const bool padding = mix32(~seed + t) % 6 == 0 || next == free_slots.size();
       p.slots.push_back(padding ? -1 - static_cast<std::int64_t>(mix32(seed ^ t) % 3) : free_slots[next++]);
     }
-    const std::int64_t count = s.tokens * L.heads * L.head_dim;
-    p.key = make_kv(s.input, count, L.head_dim, seed);
-    p.value = make_kv(s.input, count, L.head_dim, seed ^ 0x5bd1e995u);
-    const float k_amax = kernels::amax_cpu(s.input, p.key.data(), count);
-    const float v_amax = kernels::amax_cpu(s.input, p.value.data(), count);
+    const std::int64_t k_count = s.tokens * token_stride(s, KvSide::k), v_count = s.tokens * token_stride(s, KvSide::v);
+    p.key = make_kv(s.input, k_count, L.head_dim, seed);
+    p.value = make_kv(s.input, v_count, L.head_dim, seed ^ 0x5bd1e995u);
+    const float k_amax = kernels::amax_cpu(s.input, p.key.data(), k_count);
+    const float v_amax = kernels::amax_cpu(s.input, p.value.data(), v_count);
     const auto realistic = [&](float amax) {
       const float g = tensor_scale(recipe, amax);
       return g > 0x1p-100f && g < 0x1p100f ? g : 1.0f;
@@ -182,13 +187,14 @@ Caches expected_caches(const PagedProblem& p, std::uint8_t poison) {
     const std::int64_t blk = slot / bs, off = slot % bs;
     for (int side = 0; side < 2; ++side) {
       const std::vector<std::uint8_t>& x = side == 0 ? p.key : p.value;
+      const std::int64_t given = side == 0 ? s.key_stride : s.value_stride, stride = given ? given : H * D;
       for (std::int64_t h = 0; h < H; ++h) {
         const float g = (side == 0 ? p.scales.k : p.scales.v)[s.per_head_scales ? h : 0];
         const std::int64_t row = nhd ? off * H + h : h * bs + off;  // within the block's region
         for (std::int64_t chunk = 0; chunk < S; ++chunk) {
           float values[16];
           std::uint8_t codes[16];
-          for (int i = 0; i < 16; ++i) values[i] = kernels::load_value(s.input, x.data(), (t * H + h) * D + chunk * 16 + i);
+          for (int i = 0; i < 16; ++i) values[i] = kernels::load_value(s.input, x.data(), t * stride + h * D + chunk * 16 + i);
           const std::uint8_t scale = quantize_block(s.recipe, g, values, 16, codes);
           if (L.format == PagedFormat::fp8) {
             std::vector<std::uint8_t>& cache = side == 0 ? c.k : c.v;
@@ -526,6 +532,9 @@ void register_error_properties() {
       p = ok;
       p.shape.tokens = -1;
       expect(p, "tokens must be >= 0");
+      p = ok;
+      p.shape.value_stride = 127;
+      expect(p, "value_stride must be 0 (contiguous) or >= heads*head_dim = 128, got 127");
       p = ok;
       p.shape.recipe = recipe_from_name(format == PagedFormat::fp8 ? "nvfp4" : "mxfp4-floor")->recipe;
       expect(p, "recipe must be");
