@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
+#include <random>
 
 #include "kernels/benchmark.hpp"
+#include "kernels/paged_store.hpp"
 
 namespace kvq::kernels {
 namespace {
@@ -105,7 +108,49 @@ std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std
     if (e.empty()) e = copy_gbps(w_bytes, &copy_rate);
     out->push_back({"workspace", c.recipe_name, "e4m3", w_bytes, ms, w_bytes / (ms * 1e6), copy_rate});
   }
-  for (void* p : {x, codes, scales, y, copy, m}) cudaFree(p);
+  // Paged store (kernels/paged_store.hpp) for the FP8 per-tensor and NVFP4 recipes: K and V are
+  // the two halves of x as [T, 8 heads, cols], block_size 16, the blocks in a shuffled order
+  // (fixed seed), no padding, scales 1; check_slots off (its host check syncs the stream).
+  // Bytes: K and V read, slot_mapping read, every cache byte of the T tokens written.
+  const std::int64_t paged_heads = 8, paged_tokens = count / (2 * paged_heads * cols) / 16 * 16;
+  void* slots = nullptr;
+  if (e.empty() && paged_tokens > 0) {
+    std::vector<std::int64_t> block_order(static_cast<std::size_t>(paged_tokens / 16)), host_slots;
+    std::iota(block_order.begin(), block_order.end(), 0);
+    std::shuffle(block_order.begin(), block_order.end(), std::mt19937_64(20261122));
+    for (std::int64_t t = 0; t < paged_tokens; ++t) host_slots.push_back(block_order[t / 16] * 16 + t % 16);
+    e = status(cudaMalloc(&slots, host_slots.size() * sizeof(std::int64_t)));
+    if (e.empty())
+      e = status(cudaMemcpy(slots, host_slots.data(), host_slots.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
+  }
+  for (const BenchCase& c : cases) {
+    const bool fp8 = c.recipe.element == FormatId::e4m3fn && c.recipe.scale == BlockScale::tensor_only;
+    const bool nvfp4 = c.recipe.element == FormatId::e2m1 && c.recipe.scale == BlockScale::e4m3_two_level && c.recipe.block == 16;
+    if (!e.empty() || paged_tokens == 0 || (!fp8 && !nvfp4)) continue;
+    for (const KvOrder order : {KvOrder::nhd, KvOrder::hnd}) {
+      PagedStoreShape s;
+      s.layout = PagedKvLayout{fp8 ? PagedFormat::fp8 : PagedFormat::nvfp4, order, ScaleSwizzle::none, paged_tokens / 16, 16,
+                               paged_heads, cols};
+      s.recipe = c.recipe;
+      s.tokens = paged_tokens;
+      s.input = dtype;
+      s.check_slots = false;
+      PagedScales paged_scales;
+      paged_scales.k[0] = paged_scales.v[0] = 1.0f;
+      auto* cache = static_cast<std::uint8_t*>(codes);  // count bytes: room for either layout
+      const PagedStoreArgs a{x, static_cast<const unsigned char*>(x) + in_bytes / 2, static_cast<const std::int64_t*>(slots),
+                             cache, fp8 ? cache + s.layout.buffer_bytes() : nullptr};
+      const double p_bytes = static_cast<double>(2 * paged_tokens * paged_heads * cols * bytes_of(dtype) +
+                                                 paged_tokens * 8 + (fp8 ? 2 : 1) * s.layout.buffer_bytes());
+      double ms = 0, copy_rate = 0;
+      e = time_median([&] { return device::paged_store(s, paged_scales, a, nullptr); }, repeats, &ms);
+      if (e.empty()) e = copy_gbps(p_bytes, &copy_rate);
+      out->push_back({order == KvOrder::nhd ? "paged-nhd" : "paged-hnd", c.recipe_name, name_of(dtype), p_bytes, ms,
+                      p_bytes / (ms * 1e6), copy_rate});
+      if (!e.empty()) break;
+    }
+  }
+  for (void* p : {x, codes, scales, y, copy, m, slots}) cudaFree(p);
   return e;
 }
 

@@ -4,6 +4,7 @@
 // type as constants; anything else runs the generic instantiation (same code, runtime shape).
 #include <cuda_runtime.h>
 
+#include "kernels/device_launch.cuh"
 #include "kernels/quantize.hpp"
 
 namespace kvq::kernels {
@@ -132,16 +133,8 @@ cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
   return with_type.template operator()<kGeneric>();
 }
 
-int grid_for(std::int64_t work, int threads) {
-  int device = 0, sms = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const std::int64_t wanted = (work + threads - 1) / threads;
-  const std::int64_t cap = static_cast<std::int64_t>(sms > 0 ? sms : 1) * 32;
-  return static_cast<int>(wanted < 1 ? 1 : (wanted < cap ? wanted : cap));
-}
-
-std::string status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
+using launch::grid_for;
+using launch::status;
 
 constexpr int kThreads = 128;
 

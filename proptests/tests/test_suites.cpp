@@ -57,3 +57,4 @@ TEST_CASE("kernels") { kvq::props::run_suite_under_doctest("kernels"); }
 TEST_CASE("mla") { kvq::props::run_suite_under_doctest("mla"); }
 TEST_CASE("rope") { kvq::props::run_suite_under_doctest("rope"); }
 TEST_CASE("studies") { kvq::props::run_suite_under_doctest("studies"); }
+TEST_CASE("paged") { kvq::props::run_suite_under_doctest("paged"); }

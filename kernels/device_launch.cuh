@@ -1,0 +1,24 @@
+// Launch helpers shared by the CUDA translation units (nvcc only).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+namespace kvq::kernels::launch {
+
+// Blocks for `work` items at `threads` a block: enough for one item a thread, at most 32 blocks
+// per SM (the kernels are grid-stride loops).
+inline int grid_for(std::int64_t work, int threads) {
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const std::int64_t wanted = (work + threads - 1) / threads;
+  const std::int64_t cap = static_cast<std::int64_t>(sms > 0 ? sms : 1) * 32;
+  return static_cast<int>(wanted < 1 ? 1 : (wanted < cap ? wanted : cap));
+}
+
+inline std::string status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
+
+}  // namespace kvq::kernels::launch

@@ -1,0 +1,120 @@
+// Paged store ("reshape and cache", REFERENCE.md S3): K/V tokens [T, heads, D] are quantized and
+// written at slot_mapping[t] of a paged cache (kernels/paged_layout.hpp). Validation, the
+// per-chunk work shared by the CPU twin and the kernel, and the entry points. Contract:
+// docs/paged.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "formats/packing.hpp"
+#include "formats/recipes.hpp"
+#include "kernels/paged_layout.hpp"
+#include "kernels/quantize.hpp"
+
+namespace kvq::kernels {
+
+inline constexpr int kPagedChunk = 16;       // elements quantized together: one NVFP4 block, one FP8 chunk
+inline constexpr int kMaxPagedHeads = 256;  // scales travel by value in the kernel's parameters
+
+struct PagedStoreShape {
+  PagedKvLayout layout;
+  // FP8: a per-tensor E4M3 recipe (fp8-e4m3-tensor divides by the scale, fp8-e4m3-tensor-rcp
+  // multiplies by its FP32 reciprocal). NVFP4: E2M1 elements, E4M3 two-level scale, block 16
+  // (nvfp4, nvfp4-vllm, ...).
+  Recipe recipe;
+  std::int64_t tokens = 0;  // T
+  DType input = DType::bf16;
+  // Elements from one token to the next in key / value (a view of a fused qkv tensor has
+  // (q_heads + 2*heads)*D); 0 means contiguous, heads*D.
+  std::int64_t key_stride = 0;
+  std::int64_t value_stride = 0;
+  bool per_head_scales = false;  // scale of head h is k[h] / v[h]; otherwise k[0] / v[0]
+  bool check_slots = true;       // device launcher: validate slot_mapping on the host first (one stream sync)
+};
+
+// DECODE scales, host values: FP8 k_scale / v_scale (value = code * scale), NVFP4 the FP32
+// tensor (global) scale g of K and of V.
+struct PagedScales {
+  float k[kMaxPagedHeads] = {};
+  float v[kMaxPagedHeads] = {};
+};
+
+struct PagedStoreArgs {
+  const void* key = nullptr;    // [T, heads, D] of shape.input, token stride shape.key_stride
+  const void* value = nullptr;  // [T, heads, D], token stride shape.value_stride
+  const std::int64_t* slot_mapping = nullptr;  // [T]; slot < 0: padding, nothing written
+  std::uint8_t* key_cache = nullptr;    // FP8: the K cache; NVFP4: the one kv_cache
+  std::uint8_t* value_cache = nullptr;  // FP8: the V cache; NVFP4: must be null
+};
+
+// "" or a message naming the argument: geometry, recipe, scales, pointers (not the slots).
+std::string validate(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a);
+// "" or a message naming the first bad slot_mapping entry: >= num_blocks*block_size, or a slot
+// given to two tokens (rejected: the write order would decide the cache).
+std::string validate_slots(const PagedKvLayout& layout, const std::int64_t* slot_mapping, std::int64_t tokens);
+
+// CPU twin: validate everything, then paged_store_chunk over every item.
+std::string paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a);
+
+KVQ_HD inline std::int64_t token_stride(const PagedStoreShape& s, KvSide side) {
+  const std::int64_t given = side == KvSide::k ? s.key_stride : s.value_stride;
+  return given ? given : s.layout.heads * s.layout.head_dim;
+}
+
+KVQ_HD inline std::int64_t paged_store_items(const PagedStoreShape& s) {
+  return 2 * s.tokens * s.layout.heads * (s.layout.head_dim / kPagedChunk);
+}
+
+// Whether item and slot indices fit 32 bits: the kernel and the twin then decompose them in
+// 32-bit arithmetic (a GPU's 64-bit division is a long software routine), with the same results.
+KVQ_HD inline bool paged_store_narrow(const PagedStoreShape& s) {
+  return paged_store_items(s) <= 0xffffffffll && s.layout.slots() <= 0xffffffffll;
+}
+
+// Item -> (side, token, head, chunk), chunk fastest: neighbouring items write neighbouring bytes.
+// One chunk: 16 values loaded, quantize_block (formats/recipes.hpp), codes (packed for NVFP4)
+// and the NVFP4 block scale stored at the layout's offsets. A padding or out-of-range slot
+// writes nothing. Index: std::uint32_t where paged_store_narrow, else std::int64_t.
+template <typename Index>
+KVQ_HD inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a,
+                                     Index item) {
+  const PagedKvLayout& L = s.layout;
+  const auto chunks = static_cast<Index>(L.head_dim / kPagedChunk), heads = static_cast<Index>(L.heads);
+  const auto tokens = static_cast<Index>(s.tokens);
+  const Index chunk = item % chunks, row = item / chunks;
+  const Index head = row % heads, token_row = row / heads;
+  const KvSide side = token_row < tokens ? KvSide::k : KvSide::v;
+  const Index token = side == KvSide::k ? token_row : token_row - tokens;
+  const std::int64_t slot = a.slot_mapping[token];
+  if (slot < 0 || slot >= L.slots()) return;
+  const auto bs = static_cast<Index>(L.block_size);
+  const Index block = static_cast<Index>(slot) / bs, offset = static_cast<Index>(slot) % bs;
+  float values[kPagedChunk];
+  std::uint8_t codes[kPagedChunk];
+  const bool is_k = side == KvSide::k;
+  io::load_values(s.input, is_k ? a.key : a.value,
+                  token * token_stride(s, side) + head * L.head_dim + std::int64_t{chunk} * kPagedChunk, kPagedChunk,
+                  values);
+  const Index h = s.per_head_scales ? head : 0;
+  const std::uint8_t scale = quantize_block(s.recipe, is_k ? scales.k[h] : scales.v[h], values, kPagedChunk, codes);
+  if (L.format == PagedFormat::fp8) {
+    std::uint8_t* cache = is_k ? a.key_cache : a.value_cache;
+    io::store_bytes(cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk), codes, kPagedChunk);
+    return;
+  }
+  KVQ_UNROLL
+  for (int i = 0; i < kPagedChunk / 2; ++i) codes[i] = pack_e2m1_pair(codes[2 * i], codes[2 * i + 1]);
+  io::store_bytes(a.key_cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk / 2), codes,
+                  kPagedChunk / 2);
+  a.key_cache[L.scale_offset(side, block, offset, head, chunk)] = scale;
+}
+
+// GPU: device pointers for args, host values for scales, an opaque cudaStream_t. With
+// check_slots, slot_mapping is copied to the host on the stream and the stream synchronised
+// before the launch. Returns "" or the validation / CUDA error.
+namespace device {
+std::string paged_store(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, void* stream);
+}  // namespace device
+
+}  // namespace kvq::kernels
