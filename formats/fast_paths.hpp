@@ -24,19 +24,27 @@ namespace kvq {
 // half away from zero. E2M1's magnitudes are a uniform grid per range: step 0.5 below 2 (codes
 // 0-4), step 1 in [2, 4) (codes 4-6), step 2 from 4 (codes 6-7). So the code is the nearest
 // integer of |y| / step plus the range's first code: scaling by a power of two is exact (an FP32-
-// subnormal product rounds to 0 either way), rintf rounds half to even, and half away compares
-// the exact fraction v - floor(v) with 0.5 (v + 0.5 would round: 0.49999997 + 0.5 is 1.0 in
-// FP32). FP32 arithmetic throughout: it runs at twice the integer rate on the GPU.
+// subnormal product rounds to 0 either way). Half to even: adding 2^23 + first rounds once to the
+// FP32 grid of [2^23, 2^24), the integers, ties to even (first is even, so the parity is that of
+// the rounded quotient); fminf saturates (NaN and inf give 2^23 + 7) and the code is the low
+// bits. Half away compares the exact fraction v - floor(v) with 0.5 (v + 0.5 would round:
+// 0.49999997 + 0.5 is 1.0 in FP32). FP32 arithmetic throughout: it issues at twice the integer
+// rate on the GPU, and no float-to-int conversion (a quarter-rate pipe) is needed.
 KVQ_HD inline std::uint8_t e2m1_satfinite_fast(float y, bool ties_away) {
+  constexpr float kIntegers = 0x1p23f;  // the FP32 spacing from here to 2^24 is 1
   const float a = fabsf(y);
   const float per_step = a < 2.0f ? 2.0f : (a < 4.0f ? 1.0f : 0.5f);
   const float first = a < 2.0f ? 0.0f : (a < 4.0f ? 2.0f : 4.0f);
   const float v = a * per_step;
-  const float whole = floorf(v);
-  const float k = ties_away ? (v - whole >= 0.5f ? whole + 1.0f : whole) : rintf(v);
-  const float code = fminf(k + first, 7.0f);  // saturate; NaN: fminf gives 7
+  float code;
+  if (ties_away) {
+    const float whole = floorf(v);
+    code = fminf((v - whole >= 0.5f ? whole + 1.0f : whole) + first, 7.0f) + kIntegers;  // NaN: fminf gives 7
+  } else {
+    code = fminf(v + (kIntegers + first), kIntegers + 7.0f);
+  }
   const std::uint32_t sign = a == a ? (bits_of(y) >> 28) & 0x8u : 0u;
-  return static_cast<std::uint8_t>(sign | static_cast<std::uint32_t>(code));
+  return static_cast<std::uint8_t>(sign | (bits_of(code) & 0x7u));
 }
 
 // E2M1 code -> FP32 (exact): 0, 0.5, then 2^(e-1) * 1.m from the code's own bits.
