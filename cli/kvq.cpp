@@ -14,6 +14,8 @@ constexpr const char* kUsage =
     "  kvq dequant RECIPE --in DIR --out Y.npy [--dtype fp32|bf16|fp16]\n"
     "  kvq bench [--recipes a,b] [--mib N]  kernel GB/s against D2D copy bandwidth (GPU)\n"
     "  kvq study qsnr --out DIR [...]       quantization error per recipe x block x distribution\n"
+    "  kvq verify RECIPE --inputs DIR --outputs DIR   a port's tensors against a recipe (docs/ports.md)\n"
+    "  kvq identify --inputs DIR --outputs DIR        which recipe and variant a port follows\n"
     "  kvq table FORMAT                     every code: hex, bits, exact value\n"
     "  kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna]\n"
     "                                       FP32 inputs on stdin -> codes\n"
@@ -40,6 +42,8 @@ int main(int argc, char** argv) {
   if (command == "docs") return kvq::cli::docs_command(args, std::cout, std::cerr);
   if (command == "check") return kvq::cli::check_command(args, std::cout, std::cerr);
   if (command == "study") return kvq::cli::study_command(args, std::cout, std::cerr);
+  if (command == "verify") return kvq::cli::verify_command(args, std::cout, std::cerr);
+  if (command == "identify") return kvq::cli::identify_command(args, std::cout, std::cerr);
   std::cerr << "kvq: unknown command '" << command << "'\n" << kUsage;
   return 2;
 }

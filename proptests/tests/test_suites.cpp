@@ -54,3 +54,5 @@ TEST_CASE("cuda-headers") { kvq::props::run_suite_under_doctest("cuda-headers");
 TEST_CASE("gpu") { kvq::props::run_suite_under_doctest("gpu"); }
 TEST_CASE("recipes") { kvq::props::run_suite_under_doctest("recipes"); }
 TEST_CASE("kernels") { kvq::props::run_suite_under_doctest("kernels"); }
+TEST_CASE("ports") { kvq::props::run_suite_under_doctest("ports"); }
+TEST_CASE("mutants") { kvq::props::run_suite_under_doctest("mutants"); }
