@@ -171,3 +171,61 @@ TEST_CASE("ports-cli: bad input exits 2 and names the file or role") {
         std::string::npos);
   CHECK(run(kvq::cli::identify_command, {"--inputs", "a"}).status == 2);
 }
+
+TEST_CASE("ports-cli: an encode-convention global scale given to the port, BF16 input, one code a byte, dequantized") {
+  const fs::path dir = fs::temp_directory_path() / "kvq-ports-test-roles";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "out");
+  const kvq::Recipe r = kvq::recipe_from_name("nvfp4-vllm")->recipe;
+  const std::vector<float> values = input();
+  std::vector<std::uint16_t> x(values.size());  // BF16 bits (every input is exact in BF16: 11-bit integers * 2^-10)
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::uint16_t>(kvq::bits_of(values[i]) >> 16);
+  const float encode = 150.0f;  // the port was handed 1/g
+  const float g = 1.0f / encode;
+  kvq::kernels::QuantizeShape s{r, 8, 64};
+  std::vector<std::uint8_t> codes(s.code_bytes()), scales(s.scale_bytes()), unpacked(512);
+  std::vector<float> y(512);
+  REQUIRE(kvq::kernels::quantize_cpu(s, kvq::kernels::DType::bf16, x.data(), g, codes.data(), scales.data()).empty());
+  REQUIRE(kvq::kernels::dequantize_cpu(s, codes.data(), scales.data(), g, kvq::kernels::DType::fp32, y.data()).empty());
+  for (std::int64_t j = 0; j < 512; ++j) unpacked[j] = kvq::kernels::code_at(s, codes.data(), j);
+  NpyArray xa{"<u2", {8, 64}, std::vector<std::uint8_t>(1024)}, ga{"<f4", {1}, std::vector<std::uint8_t>(4)},
+      ya{"<f4", {8, 64}, std::vector<std::uint8_t>(2048)};
+  std::memcpy(xa.bytes.data(), x.data(), 1024);
+  std::memcpy(ga.bytes.data(), &encode, 4);
+  std::memcpy(ya.bytes.data(), y.data(), 2048);
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "x.npy").string(), xa).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "gs.npy").string(), ga).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "codes.npy").string(), NpyArray{"|u1", {8, 64}, unpacked}).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "scales.npy").string(), NpyArray{"|u1", {8, 4}, scales}).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "y.npy").string(), ya).empty());
+  const std::string manifest =
+      "{\"tensors\": {\"x\": {\"file\": \"x.npy\", \"dtype\": \"bfloat16\"}, \"codes\": {\"file\": \"codes.npy\"},"
+      " \"block_scales\": {\"file\": \"scales.npy\"}, \"global_scale\": {\"file\": \"gs.npy\", \"convention\": \"encode\"},"
+      " \"dequantized\": {\"file\": \"y.npy\"}}}";
+  std::ofstream((dir / "out" / "manifest.json").string()) << manifest;
+  kvq::cli::Args args{"nvfp4-vllm"};
+  for (const auto& a : dirs(dir)) args.push_back(a);
+  Run r1 = run(kvq::cli::verify_command, args);
+  CHECK(r1.status == 0);
+  CHECK(r1.out.find("8x64 bf16; codes one a byte") != std::string::npos);
+  CHECK(r1.out.find("dequantized: 0 of 512 differ") != std::string::npos);
+  // Read in the decode convention, g is 150 and the codes no longer follow; identify finds the reading.
+  std::ofstream((dir / "out" / "manifest.json").string()) << [&] {
+    std::string m = manifest;
+    m.replace(m.find("encode"), 6, "decode");
+    return m;
+  }();
+  CHECK(run(kvq::cli::verify_command, args).status == 1);
+  const Run id = run(kvq::cli::identify_command, dirs(dir));
+  CHECK(id.status == 0);
+  CHECK(id.out.find("nvfp4-vllm except the global scale read in the other convention") != std::string::npos);
+  // A wrong dequantized value is counted.
+  y[5] = -y[5] + 1.0f;
+  std::memcpy(ya.bytes.data(), y.data(), 2048);
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "y.npy").string(), ya).empty());
+  std::ofstream((dir / "out" / "manifest.json").string()) << manifest;
+  r1 = run(kvq::cli::verify_command, args);
+  CHECK(r1.status == 1);
+  CHECK(r1.out.find("dequantized: 1 of 512 differ") != std::string::npos);
+}
