@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "formats/recipe_names.hpp"
+#include "ports/device_copy.hpp"
 #include "ports/kvq_port.h"
 
 namespace kvq::ports {
@@ -16,9 +17,6 @@ using Quantize = int (*)(const void*, int, std::int64_t, std::int64_t, int, floa
 using Dequantize = int (*)(const std::uint8_t*, const std::uint8_t*, std::int64_t, std::int64_t, int, float, int, void*, void*);
 using Requantize = int (*)(const std::uint8_t*, const std::uint8_t*, std::int64_t, std::int64_t, int, float, std::uint8_t*, void*);
 
-constexpr std::size_t kDeviceGuard = 64;
-constexpr std::uint8_t kDevicePoison = 0x5A;
-
 int dtype_code(kernels::DType t) {
   return t == kernels::DType::fp32 ? KVQ_PORT_FP32 : (t == kernels::DType::bf16 ? KVQ_PORT_BF16 : KVQ_PORT_FP16);
 }
@@ -28,29 +26,6 @@ std::string call_error(const char* entry, int status, Name last_error) {
   const char* why = last_error ? last_error() : nullptr;
   return std::string(entry) + " returned " + std::to_string(status) + (why && *why ? std::string(": ") + why : "");
 }
-
-// A device copy of a host buffer (inputs), or a poisoned device buffer with guard bytes (outputs).
-struct DeviceCopy {
-  void* p = nullptr;
-  std::size_t bytes = 0;
-  std::string error;
-  DeviceCopy(const void* host, std::size_t n, bool output) : bytes(n) {
-    error = kernels::device::allocate(&p, n + kDeviceGuard);
-    if (error.empty()) error = kernels::device::fill(p, kDevicePoison, n + kDeviceGuard);
-    if (error.empty() && host && !output) error = kernels::device::upload(p, host, n);
-  }
-  ~DeviceCopy() { kernels::device::release(p); }
-  std::string fetch(void* host, const char* what) const {  // outputs: the data, and the guard intact
-    std::vector<std::uint8_t> all(bytes + kDeviceGuard);
-    std::string e = kernels::device::download(all.data(), p, all.size());
-    if (!e.empty()) return e;
-    for (std::size_t i = bytes; i < all.size(); ++i)
-      if (all[i] != kDevicePoison) return std::string(what) + " written past its end at byte " + std::to_string(i);
-    std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(bytes), static_cast<std::uint8_t*>(host));
-    return {};
-  }
-  std::uint8_t* bytes_ptr() const { return static_cast<std::uint8_t*>(p); }
-};
 
 }  // namespace
 
