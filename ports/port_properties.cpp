@@ -188,8 +188,13 @@ rc::Gen<Bytes> gen_bytes(const Recipe& r, bool workspace) {
     const std::uint32_t seed = *rc::gen::arbitrary<std::uint32_t>();
     b.codes.resize(b.shape.code_bytes());
     b.scales.resize(b.shape.scale_bytes());
-    for (std::size_t i = 0; i < b.codes.size(); ++i) b.codes[i] = static_cast<std::uint8_t>(mix32(seed + i));
-    for (std::size_t i = 0; i < b.scales.size(); ++i) b.scales[i] = static_cast<std::uint8_t>(mix32(~seed - i));
+    // Any byte, one in eight a special: NaN codes (E4M3 0x7F/0xFF, E8M0 0xFF), zero, the largest finite.
+    const auto byte = [](std::uint32_t h) {
+      constexpr std::uint8_t kSpecial[] = {0x7F, 0xFF, 0x00, 0x80, 0x7E, 0xFE};
+      return h % 8 == 0 ? kSpecial[(h >> 3) % 6] : static_cast<std::uint8_t>(h >> 8);
+    };
+    for (std::size_t i = 0; i < b.codes.size(); ++i) b.codes[i] = byte(mix32(seed + i));
+    for (std::size_t i = 0; i < b.scales.size(); ++i) b.scales[i] = byte(mix32(~seed - i));
     const int k = *rc::gen::inRange(-20, 10);
     b.g = std::ldexp(1.0f + static_cast<float>(mix32(seed * 3) & 0x7fffff) * 0x1p-23f, k);
     if (workspace && (seed & 1)) {
@@ -201,7 +206,15 @@ rc::Gen<Bytes> gen_bytes(const Recipe& r, bool workspace) {
       fp8.element = FormatId::e4m3fn;
       const std::vector<float> mids = element_midpoints(fp8);
       const float mid = mids[mix32(seed * 5) % mids.size()];
-      if (std::isfinite(v) && v > 0) b.g = nudge(static_cast<float>(static_cast<double>(mid) / v), static_cast<int>(seed >> 8) % 5 - 2);
+      // Prefer a factor whose exact product is not the midpoint but rounds to it in FP32: a double-rounding trap.
+      if (std::isfinite(v) && v > 0) {
+        b.g = nudge(static_cast<float>(static_cast<double>(mid) / v), static_cast<int>((seed >> 8) % 5) - 2);
+        for (int k = -3; k <= 3; ++k) {
+          const float f = nudge(static_cast<float>(static_cast<double>(mid) / v), k);
+          const double exact = static_cast<double>(v) * f;  // 4-bit element x 4-bit scale x 24-bit factor: exact
+          if (exact != mid && static_cast<float>(exact) == mid) b.g = f;
+        }
+      }
       if (!std::isfinite(b.g) || b.g <= 0) b.g = 1.0f;
     }
     return b;
