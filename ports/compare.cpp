@@ -31,17 +31,6 @@ std::string exact_decimal(float v) {
   return (r.negative ? "-" : "") + oracle::decimal_expansion(r.magnitude);
 }
 
-// The non-negative finite element values, ascending (the grid the bound is measured on).
-std::vector<double> element_grid(const Recipe& r) {
-  std::vector<double> grid;
-  const int magnitudes = 1 << (format_of(r.element).bits() - 1);
-  for (int c = 0; c < magnitudes; ++c) {
-    const float v = element_value(r, static_cast<std::uint8_t>(c));
-    if (std::isfinite(v) && v >= 0 && (grid.empty() || v > grid.back())) grid.push_back(v);
-  }
-  return grid;
-}
-
 // The effective decode scale D of a block from its scale code; 0 where the bound does not apply.
 long double block_scale(const Recipe& r, float g, std::uint8_t scale) {
   switch (r.scale) {
@@ -82,6 +71,16 @@ void tally_error(ErrorSummary* s, long double bound, float x, float dq) {
 }
 
 }  // namespace
+
+std::vector<double> element_grid(const Recipe& r) {
+  std::vector<double> grid;
+  const int magnitudes = 1 << (format_of(r.element).bits() - 1);
+  for (int c = 0; c < magnitudes; ++c) {
+    const float v = element_value(r, static_cast<std::uint8_t>(c));
+    if (std::isfinite(v) && v >= 0 && (grid.empty() || v > grid.back())) grid.push_back(v);
+  }
+  return grid;
+}
 
 std::string check_layout(const PortData& d, const Recipe& r) {
   std::ostringstream os;

@@ -45,6 +45,9 @@ struct Interpretation {
   bool scale_convention_flipped = false;  // read the port's global scale in the other convention
 };
 
+// The non-negative finite element values of a recipe, ascending.
+std::vector<double> element_grid(const Recipe& r);
+
 // "" when the port's tensors fit the recipe's layout (sizes of codes and scales); else the role
 // and what is wrong.
 std::string check_layout(const PortData& d, const Recipe& r);

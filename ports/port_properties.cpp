@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "formats/float_bits.hpp"
+#include "ports/port_data.hpp"
 #include "proptests/harness/mix32.hpp"
 #include "proptests/harness/rapidcheck_bridge.hpp"
 
@@ -41,13 +42,9 @@ float amax_of(const std::vector<float>& v) { return kernels::amax_cpu(DType::fp3
 
 // The FP32 midpoints between neighbouring non-negative element values (and the step past max).
 std::vector<float> element_midpoints(const Recipe& r) {
-  std::vector<float> grid, mid;
-  const int magnitudes = 1 << (format_of(r.element).bits() - 1);
-  for (int c = 0; c < magnitudes; ++c) {
-    const float v = element_value(r, static_cast<std::uint8_t>(c));
-    if (std::isfinite(v) && (grid.empty() || v > grid.back())) grid.push_back(v);
-  }
-  for (std::size_t i = 1; i < grid.size(); ++i) mid.push_back((grid[i - 1] + grid[i]) / 2);
+  const std::vector<double> grid = element_grid(r);
+  std::vector<float> mid;
+  for (std::size_t i = 1; i < grid.size(); ++i) mid.push_back(static_cast<float>((grid[i - 1] + grid[i]) / 2));
   return mid;
 }
 
