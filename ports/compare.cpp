@@ -175,8 +175,12 @@ Comparison compare(const PortData& d, const Interpretation& how, std::size_t kee
         }
         if (d.dequantized) {
           ++c.dequantized_checked;
-          if (bits_of((*d.dequantized)[k]) != bits_of(got_value) && !(std::isnan((*d.dequantized)[k]) && std::isnan(got_value)))
+          const float port = (*d.dequantized)[k];
+          if (bits_of(port) != bits_of(got_value) && !(std::isnan(port) && std::isnan(got_value))) {
             ++c.dequantized_mismatches;
+            if (c.first_dequantized.size() < keep)
+              c.first_dequantized.push_back({row, b * n + i, got, got_scale, got_value, port});
+          }
         }
         if (errors) {
           const long double bound = error_bound(r, grid, want_d, values[i]);
@@ -228,6 +232,13 @@ std::string describe(const PortData& d, const Interpretation& how, const std::st
       os << "; code " << hex8(e.expected, 1) << " -> " << hex8(e.actual, 1) << "; decoded "
          << exact_decimal(e.expected_value) << " / " << exact_decimal(e.actual_value) << "\n";
     }
+  }
+  if (!c.first_dequantized.empty()) {
+    os << "  first dequantized differences (row, col: the port's code and scale; expected -> the port's value):\n";
+    for (const auto& v : c.first_dequantized)
+      os << "    (" << v.row << ", " << v.col << "): code " << hex8(v.code, 1) << " scale " << hex8(v.scale, 2) << "; "
+         << hex8(bits_of(v.expected), 8) << " = " << exact_decimal(v.expected) << " -> " << hex8(bits_of(v.actual), 8)
+         << " = " << exact_decimal(v.actual) << "\n";
   }
   auto error_line = [&](const char* who, const ErrorSummary& s) {
     os << "    " << who << ": " << s.over_bound << " of " << s.covered << " covered elements over the bound; max |x - dq| "

@@ -69,6 +69,11 @@ struct ScaleDifference {
   float block_max = 0;
   std::uint8_t expected = 0, actual = 0;
 };
+struct ValueDifference {  // the port's dequantized value against the model's decode of the port's codes
+  std::int64_t row = 0, col = 0;
+  std::uint8_t code = 0, scale = 0;
+  float expected = 0, actual = 0;
+};
 struct ErrorSummary {  // |x - dequantized| against the recipe's bound, over elements it covers
   std::int64_t covered = 0, over_bound = 0;
   double max_ratio = 0;  // max |x - dq| / bound
@@ -85,6 +90,7 @@ struct Comparison {
   std::int64_t dequantized_checked = 0;
   std::vector<CodeDifference> first_codes;
   std::vector<ScaleDifference> first_scales;
+  std::vector<ValueDifference> first_dequantized;
   ErrorSummary port_error, model_error;
   bool exact() const {
     return code_mismatches == 0 && scale_mismatches == 0 && global_scale_matches && dequantized_mismatches == 0;

@@ -37,6 +37,13 @@ std::string hex(std::uint32_t v, int digits) {
   std::snprintf(buf, sizeof buf, "0x%0*x", digits, v);
   return buf;
 }
+// A code or FP32 in hex with its value beside: "0x06 (4)".
+std::string shown(std::uint32_t code, int digits, double value) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, " (%.9g)", value);
+  return hex(code, digits) + buf;
+}
+std::string shown(float v) { return shown(bits_of(v), 8, v); }
 
 float amax_of(const std::vector<float>& v) { return kernels::amax_cpu(DType::fp32, v.data(), static_cast<std::int64_t>(v.size())); }
 
@@ -152,14 +159,14 @@ void check_quantize(const PortKernel& k, const Tensor& t) {
         const std::uint8_t got = q.scales[row * s.scales_per_row() + b];
         if (got != want_scale)
           RC_FAIL("block scale (row " + std::to_string(row) + ", block " + std::to_string(b) + "): expected " +
-                  hex(want_scale, 2) + ", port " + hex(got, 2) + " (g " + hex(bits_of(g), 8) + ")");
+                  hex(want_scale, 2) + ", port " + hex(got, 2) + " (g " + shown(g) + ")");
       }
       for (int i = 0; i < n; ++i) {
         const std::uint8_t got = kernels::code_at(s, q.codes.data() + row * s.code_bytes_per_row(), b * n + i);
         if (got != want[i])
           RC_FAIL("code (row " + std::to_string(row) + ", col " + std::to_string(b * n + i) + ") of x " +
-                  hex(bits_of(x[i]), 8) + ": expected " + hex(want[i], 2) + ", port " + hex(got, 2) + " (scale " +
-                  hex(want_scale, 2) + ", g " + hex(bits_of(g), 8) + ")");
+                  shown(x[i]) + ": expected " + shown(want[i], 2, element_value(r, want[i])) + ", port " +
+                  shown(got, 2, element_value(r, got)) + " (scale " + hex(want_scale, 2) + ", g " + shown(g) + ")");
       }
     }
 }
@@ -242,8 +249,7 @@ props::Outcome dequantize_property(const props::RunContext& ctx, const PortKerne
         const bool same = bits_of(want) == bits_of(got) || (std::isnan(want) && std::isnan(got));  // any NaN payload
         if (!same)
           RC_FAIL("value (row " + std::to_string(row) + ", col " + std::to_string(j) + ") of code " + hex(code, 2) +
-                  " scale " + hex(scale, 2) + " g " + hex(bits_of(b.g), 8) + ": expected " + hex(bits_of(want), 8) +
-                  ", port " + hex(bits_of(got), 8));
+                  " scale " + hex(scale, 2) + " g " + shown(b.g) + ": expected " + shown(want) + ", port " + shown(got));
       }
   });
 }
@@ -266,8 +272,8 @@ props::Outcome workspace_property(const props::RunContext& ctx, const PortKernel
         const std::uint8_t got = out[row * s.cols + j];
         if (want != got)
           RC_FAIL("workspace (row " + std::to_string(row) + ", col " + std::to_string(j) + ") of code " + hex(code, 2) +
-                  " scale " + hex(scale, 2) + " factor " + hex(bits_of(b.g), 8) + ": expected " + hex(want, 2) +
-                  ", port " + hex(got, 2));
+                  " scale " + hex(scale, 2) + " factor " + shown(b.g) + ": expected " +
+                  shown(want, 2, decode_float(kE4M3FN, want)) + ", port " + shown(got, 2, decode_float(kE4M3FN, got)));
       }
   });
 }

@@ -228,4 +228,6 @@ TEST_CASE("ports-cli: an encode-convention global scale given to the port, BF16 
   r1 = run(kvq::cli::verify_command, args);
   CHECK(r1.status == 1);
   CHECK(r1.out.find("dequantized: 1 of 512 differ") != std::string::npos);
+  CHECK(r1.out.find("first dequantized differences") != std::string::npos);
+  CHECK(r1.out.find("(0, 5): code ") != std::string::npos);
 }
