@@ -20,10 +20,11 @@ constexpr std::uint8_t kPoison = 0xA5;
 
 struct Tensor {
   QuantizeShape shape;
-  std::vector<float> x;
+  DType input = DType::fp32;
+  std::vector<float> x;  // the values, each exact in the input type
 };
 void showValue(const Tensor& t, std::ostream& os) {
-  os << t.shape.rows << "x" << t.shape.cols << " FP32 [";
+  os << t.shape.rows << "x" << t.shape.cols << " " << kernels::name_of(t.input) << " given as FP32 [";
   char buf[16];
   for (std::size_t i = 0; i < t.x.size(); ++i) {
     std::snprintf(buf, sizeof buf, "%s0x%08x", i ? " " : "", bits_of(t.x[i]));
@@ -91,6 +92,10 @@ rc::Gen<Tensor> gen_tensor(const Recipe& r, int kind) {
       t.x[i] = v;
     }
     if (kind == 2 && seed % 4 == 0) std::fill(t.x.begin(), t.x.end(), 0.0f);  // an all-zero tensor
+    t.input = *rc::gen::weightedElement<DType>({{2, DType::fp32}, {1, DType::bf16}, {1, DType::fp16}});
+    for (float& v : t.x)  // rounded once to the input type, so the model sees what the port reads
+      v = t.input == DType::bf16 ? float_from_bits(static_cast<std::uint32_t>(bf16_rne_fast(v)) << 16)
+                                 : (t.input == DType::fp16 ? static_cast<float>(decode_float(kFP16, fp16_rne_fast(v))) : v);
     return t;
   });
 }
@@ -135,7 +140,11 @@ struct Quantized {
 Quantized run_quantize(const PortKernel& k, const Tensor& t, float g) {
   const QuantizeShape& s = t.shape;
   Quantized q{std::vector<std::uint8_t>(s.code_bytes() + kGuard, kPoison), std::vector<std::uint8_t>(s.scale_bytes() + kGuard, kPoison)};
-  const std::string e = k.quantize(s, DType::fp32, t.x.data(), g, q.codes.data(), q.scales.data());
+  std::vector<std::uint16_t> half(t.input == DType::fp32 ? 0 : t.x.size());  // BF16/FP16 bit patterns
+  for (std::size_t i = 0; i < half.size(); ++i)
+    half[i] = t.input == DType::bf16 ? static_cast<std::uint16_t>(bits_of(t.x[i]) >> 16) : fp16_rne_fast(t.x[i]);
+  const void* x = half.empty() ? static_cast<const void*>(t.x.data()) : half.data();
+  const std::string e = k.quantize(s, t.input, x, g, q.codes.data(), q.scales.data());
   if (!e.empty()) RC_FAIL("the port's quantize returned an error: " + e);
   return q;
 }
