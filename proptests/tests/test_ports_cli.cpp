@@ -109,6 +109,11 @@ TEST_CASE("ports-cli: identify names a swapped nibble order and an E8M0 bias") {
   id = run(kvq::cli::identify_command, dirs(write_port("bias", kvq::ports::mutant_kernel(mutant("mxfp4-bias-125")))));
   CHECK(id.status == 0);
   CHECK(id.out.find("mxfp4-floor except E8M0 bias 125 instead of 127") != std::string::npos);
+  kvq::Recipe six = kvq::recipe_from_name("nvfp4")->recipe;  // a port computing g = amax/448 (factor 6)
+  six.tensor_divisor = 448.0f;
+  id = run(kvq::cli::identify_command, dirs(write_port("six", kvq::ports::twin_kernel("six", six))));
+  CHECK(id.status == 0);
+  CHECK(id.out.find("nvfp4 except global scale amax/448 instead of amax/2688 (factor 6)") != std::string::npos);
   // Read with the high-first layout, the swapped port is exact.
   const auto dir = write_port("swap-layout", kvq::ports::mutant_kernel(mutant("nvfp4-nibble-swap")),
                               ", \"layout\": {\"nibble_order\": \"high_first\"}");
