@@ -12,3 +12,7 @@ execute_process(COMMAND ${KVQ} check --plugin /nonexistent/libnothing.so RESULT_
 if(NOT status EQUAL 2 OR NOT err MATCHES "cannot load /nonexistent/libnothing.so")
   message(FATAL_ERROR "a missing plug-in should exit 2 naming it: exit ${status}\n${err}")
 endif()
+execute_process(COMMAND ${KVQ} check --plugin ${OTHER} RESULT_VARIABLE status OUTPUT_QUIET ERROR_VARIABLE err)
+if(NOT status EQUAL 2 OR NOT err MATCHES "does not export kvq_port_abi_version")
+  message(FATAL_ERROR "a library without the entry points should exit 2 naming the symbol: exit ${status}\n${err}")
+endif()
