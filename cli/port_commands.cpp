@@ -64,9 +64,9 @@ int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
     err << "kvq verify: " << e << "\n";
     return 2;
   }
-  ports::Interpretation how{named->recipe, port.data.nibbles};
+  ports::Interpretation how{named->recipe, port.data.nibbles, port.data.scale_layout};
   if (port.data.block && how.recipe.scale != BlockScale::tensor_only) how.recipe.block = port.data.block;
-  if (auto e = ports::check_layout(port.data, how.recipe); !e.empty()) {
+  if (auto e = ports::check_layout(port.data, how); !e.empty()) {
     err << "kvq verify: " << e << " (manifest " << port.manifest << ", recipe " << named->name << ")\n";
     return 2;
   }

@@ -146,6 +146,11 @@ std::string load_port(const PortFiles& files, LoadedPort* out) {
     if (!order.empty() && order != "low_first" && order != "high_first")
       return "layout: \"nibble_order\" is low_first or high_first, got '" + order + "'";
     d.nibbles = order == "high_first" ? ports::NibbleOrder::high_first : ports::NibbleOrder::low_first;
+    const std::string scales = text_of(layout->get("scales"));
+    if (!scales.empty() && scales != "row_major" && scales != "token_group4" && scales != "swizzle_128x4")
+      return "layout: \"scales\" is row_major, token_group4 or swizzle_128x4, got '" + scales + "'";
+    d.scale_layout = scales == "token_group4" ? ports::ScaleLayout::token_group4
+                     : scales == "swizzle_128x4" ? ports::ScaleLayout::swizzle_128x4 : ports::ScaleLayout::row_major;
     if (const Json* b = layout->get("block")) {
       d.block = static_cast<int>(b->number);
       if (b->kind != Json::Kind::number || d.block <= 0 || d.block > kMaxRecipeBlock)

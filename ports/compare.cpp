@@ -82,7 +82,38 @@ std::vector<double> element_grid(const Recipe& r) {
   return grid;
 }
 
-std::string check_layout(const PortData& d, const Recipe& r) {
+std::int64_t scale_layout_bytes(ScaleLayout l, std::int64_t rows, std::int64_t per_row) {
+  switch (l) {
+    case ScaleLayout::row_major: return rows * per_row;
+    case ScaleLayout::token_group4: return rows % 4 == 0 ? rows * per_row : 0;
+    case ScaleLayout::swizzle_128x4: return (rows + 127) / 128 * 128 * ((per_row + 3) / 4 * 4);
+  }
+  return 0;
+}
+
+std::int64_t scale_index(ScaleLayout l, std::int64_t, std::int64_t per_row, std::int64_t row, std::int64_t block) {
+  switch (l) {
+    case ScaleLayout::row_major: return row * per_row + block;
+    case ScaleLayout::token_group4: return (row / 4) * 4 * per_row + 4 * block + row % 4;
+    case ScaleLayout::swizzle_128x4: {
+      const std::int64_t k_tiles = (per_row + 3) / 4;
+      return (row / 128) * (k_tiles * 512) + (block / 4) * 512 + (row % 32) * 16 + ((row % 128) / 32) * 4 + block % 4;
+    }
+  }
+  return 0;
+}
+
+const char* name_of(ScaleLayout l) {
+  switch (l) {
+    case ScaleLayout::row_major: return "row_major";
+    case ScaleLayout::token_group4: return "token_group4";
+    case ScaleLayout::swizzle_128x4: return "swizzle_128x4";
+  }
+  return "";
+}
+
+std::string check_layout(const PortData& d, const Interpretation& how) {
+  const Recipe& r = how.recipe;
   std::ostringstream os;
   const std::int64_t n = d.rows * d.cols;
   const int block = block_of(r);
@@ -99,9 +130,10 @@ std::string check_layout(const PortData& d, const Recipe& r) {
        << d.rows << "x" << d.cols;
   } else if (r.scale != BlockScale::tensor_only && !d.has_scales) {
     os << "block_scales: the recipe has a scale per " << block << " elements; the manifest names no block_scales";
-  } else if (r.scale != BlockScale::tensor_only && static_cast<std::int64_t>(d.scales.size()) != n / block) {
-    os << "block_scales: " << d.scales.size() << " bytes, expected " << n / block << " (one per " << block
-       << " elements of " << d.rows << "x" << d.cols << ")";
+  } else if (r.scale != BlockScale::tensor_only &&
+             static_cast<std::int64_t>(d.scales.size()) != scale_layout_bytes(how.scale_layout, d.rows, d.cols / block)) {
+    os << "block_scales: " << d.scales.size() << " bytes, expected " << scale_layout_bytes(how.scale_layout, d.rows, d.cols / block)
+       << " (one per " << block << " elements of " << d.rows << "x" << d.cols << ", " << name_of(how.scale_layout) << ")";
   } else if (d.dequantized && static_cast<std::int64_t>(d.dequantized->size()) != n) {
     os << "dequantized: " << d.dequantized->size() << " values, expected " << n;
   }
@@ -153,7 +185,7 @@ Comparison compare(const PortData& d, const Interpretation& how, std::size_t kee
         bmax = a > bmax ? a : bmax;
       }
       const std::uint8_t want_scale = quantize_block(r, c.g, values, n, expected);
-      const std::uint8_t got_scale = blocked ? d.scales[first / n] : 0;
+      const std::uint8_t got_scale = blocked ? d.scales[scale_index(how.scale_layout, d.rows, d.cols / n, row, b)] : 0;
       if (blocked) {
         ++c.scales;
         if (want_scale != got_scale) {
@@ -202,7 +234,7 @@ std::string describe(const PortData& d, const Interpretation& how, const std::st
      << (packed_element(r) && static_cast<std::int64_t>(d.codes.size()) * 2 == d.rows * d.cols
              ? std::string("packed, element 2i in the ") + (how.nibbles == NibbleOrder::low_first ? "low" : "high") + " nibble"
              : std::string("one a byte"))
-     << "; block " << (r.scale == BlockScale::tensor_only ? std::string("(per tensor)") : std::to_string(r.block))
+     << "; block " << (r.scale == BlockScale::tensor_only ? std::string("(per tensor)") : std::to_string(r.block) + ", scales " + name_of(how.scale_layout))
      << "; tensor decode scale g = " << hex8(bits_of(c.g), 8) << " = " << number(c.g)
      << (d.global_scale ? (d.global_scale->is_output ? " (the port's)" : " (given to the port)") : " (amax / divisor)")
      << "\n";

@@ -101,6 +101,10 @@ std::vector<Edit> edits_for(const Recipe& base, const PortData& d) {
                    h.nibbles = h.nibbles == NibbleOrder::low_first ? NibbleOrder::high_first : NibbleOrder::low_first;
                  }});
   if (base.scale != BlockScale::tensor_only)
+    for (const ScaleLayout l : {ScaleLayout::row_major, ScaleLayout::token_group4, ScaleLayout::swizzle_128x4})
+      if (l != d.scale_layout)
+        e.push_back({13, std::string("block scales laid out ") + name_of(l), [=](Interpretation& h) { h.scale_layout = l; }});
+  if (base.scale != BlockScale::tensor_only)
     for (const int block : {16, 32})
       if (block != base.block)
         e.push_back({12, "block " + std::to_string(block) + " instead of " + std::to_string(base.block),
@@ -119,7 +123,7 @@ std::string Variant::phrase() const {
 std::vector<Variant> variants_for(const PortData& d, int max_changes) {
   std::vector<Variant> out;
   for (const NamedRecipe& named : kRecipes) {
-    Interpretation base{named.recipe, d.nibbles};
+    Interpretation base{named.recipe, d.nibbles, d.scale_layout};
     if (d.block && named.recipe.scale != BlockScale::tensor_only) base.recipe.block = d.block;
     if ((named.recipe.scale == BlockScale::tensor_only) == d.has_scales) continue;  // scales where the recipe has them
     const auto edits = edits_for(base.recipe, d);
@@ -129,7 +133,7 @@ std::vector<Variant> variants_for(const PortData& d, int max_changes) {
         e->apply(v.how);
         v.changes.push_back(e->words);
       }
-      if (check_layout(d, v.how.recipe).empty()) out.push_back(std::move(v));
+      if (check_layout(d, v.how).empty()) out.push_back(std::move(v));
     };
     add({});
     if (max_changes >= 1)

@@ -15,6 +15,12 @@ using kernels::DType;
 
 enum class NibbleOrder : std::uint8_t { low_first, high_first };  // element 2i in the low (kvq) or high nibble
 enum class ScaleConvention : std::uint8_t { decode, encode };       // the stored global scale is g or 1/g
+// Where the scale of (row, block) sits in block_scales (REFERENCE.md section 5).
+enum class ScaleLayout : std::uint8_t {
+  row_major,      // row * S + block (S = scales per row)
+  token_group4,   // vLLM NVFP4 cache: (row/4)*4*S + 4*block + row%4 (rows a multiple of 4)
+  swizzle_128x4,  // FlashInfer / cuBLAS GEMM-ready: rows padded to 128, scale columns to 4
+};
 
 struct GlobalScale {
   float value = 0;
@@ -32,6 +38,7 @@ struct PortData {
   std::optional<GlobalScale> global_scale;
   std::optional<std::vector<float>> dequantized;  // the port's dequantize of its own codes, FP32
   NibbleOrder nibbles = NibbleOrder::low_first;
+  ScaleLayout scale_layout = ScaleLayout::row_major;
   int block = 0;  // from the manifest; 0: the recipe's
 
   float input_value(std::int64_t i) const { return kernels::load_value(input, x.data(), i); }
@@ -42,15 +49,22 @@ struct PortData {
 struct Interpretation {
   Recipe recipe;
   NibbleOrder nibbles = NibbleOrder::low_first;
+  ScaleLayout scale_layout = ScaleLayout::row_major;
   bool scale_convention_flipped = false;  // read the port's global scale in the other convention
 };
+
+// The bytes a scale layout occupies for rows x S scales, and the index of (row, block); 0 bytes
+// when the layout does not apply to that shape.
+std::int64_t scale_layout_bytes(ScaleLayout l, std::int64_t rows, std::int64_t per_row);
+std::int64_t scale_index(ScaleLayout l, std::int64_t rows, std::int64_t per_row, std::int64_t row, std::int64_t block);
+const char* name_of(ScaleLayout l);
 
 // The non-negative finite element values of a recipe, ascending.
 std::vector<double> element_grid(const Recipe& r);
 
 // "" when the port's tensors fit the recipe's layout (sizes of codes and scales); else the role
 // and what is wrong.
-std::string check_layout(const PortData& d, const Recipe& r);
+std::string check_layout(const PortData& d, const Interpretation& how);
 // The element code of element i (row-major), from packed or one-a-byte codes.
 std::uint8_t port_code(const PortData& d, const Recipe& r, NibbleOrder order, std::int64_t i);
 // The tensor decode scale the model uses: the port's global scale read in its convention, else

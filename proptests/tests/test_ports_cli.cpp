@@ -11,6 +11,7 @@
 #include "cli/npy.hpp"
 #include "formats/recipe_names.hpp"
 #include "ports/mutants.hpp"
+#include "ports/port_data.hpp"
 #include "proptests/harness/mix32.hpp"
 
 namespace {
@@ -235,4 +236,35 @@ TEST_CASE("ports-cli: an encode-convention global scale given to the port, BF16 
   CHECK(r1.out.find("dequantized: 1 of 512 differ") != std::string::npos);
   CHECK(r1.out.find("first dequantized differences") != std::string::npos);
   CHECK(r1.out.find("(0, 5): code ") != std::string::npos);
+}
+
+TEST_CASE("ports-cli: block scales in the 128x4 swizzle are read by the manifest and found by identify") {
+  const auto dir = write_port("swizzle", kvq::ports::twin_kernel("nvfp4", kvq::recipe_from_name("nvfp4")->recipe));
+  NpyArray scales;
+  REQUIRE(kvq::cli::read_npy((dir / "out" / "scales.npy").string(), &scales).empty());
+  using kvq::ports::ScaleLayout;
+  std::vector<std::uint8_t> swizzled(static_cast<std::size_t>(kvq::ports::scale_layout_bytes(ScaleLayout::swizzle_128x4, 8, 4)), 0);
+  REQUIRE(swizzled.size() == 512);  // 8 rows padded to 128, 4 scale columns
+  for (int row = 0; row < 8; ++row)
+    for (int b = 0; b < 4; ++b)
+      swizzled[kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 8, 4, row, b)] = scales.bytes[row * 4 + b];
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "scales.npy").string(), NpyArray{"|u1", {128, 4}, swizzled}).empty());
+  const Run id = run(kvq::cli::identify_command, dirs(dir));
+  CHECK(id.status == 0);
+  CHECK(id.out.find("exact: this port follows nvfp4 except block scales laid out swizzle_128x4") != std::string::npos);
+  std::ofstream((dir / "out" / "manifest.json").string())
+      << "{\"tensors\": {\"x\": {\"file\": \"x.npy\"}, \"codes\": {\"file\": \"codes.npy\"},"
+         " \"block_scales\": {\"file\": \"scales.npy\"}}, \"layout\": {\"scales\": \"swizzle_128x4\"}}";
+  kvq::cli::Args args{"nvfp4"};
+  for (const auto& a : dirs(dir)) args.push_back(a);
+  const Run r = run(kvq::cli::verify_command, args);
+  CHECK(r.status == 0);
+  CHECK(r.out.find("block 16, scales swizzle_128x4") != std::string::npos);
+  // The FlashInfer formula at a few points (REFERENCE.md section 5): (m, k) -> offset.
+  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 0, 0) == 0);
+  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 1, 0) == 16);
+  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 32, 1) == 5);
+  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 0, 4) == 512);
+  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 128, 0) == 1024);
+  CHECK(kvq::ports::scale_index(ScaleLayout::token_group4, 8, 4, 5, 2) == 4 * 4 + 4 * 2 + 1);
 }
