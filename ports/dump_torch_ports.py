@@ -28,9 +28,10 @@ def inputs(torch, rows, cols, device):
     return x.to(device)
 
 
-def fp8_tensor(torch, x, compiled):
-    """PyTorch per-tensor FP8 the way vLLM's store does it: divide by the decode scale, then cast."""
-    s = x.abs().amax() / 448.0
+def fp8_tensor(torch, x, compiled, shrink=1.0):
+    """PyTorch per-tensor FP8 the way vLLM's store does it: divide by the decode scale, then cast.
+    shrink > 1: a static scale that small values would have calibrated (elements overflow)."""
+    s = x.abs().amax() / 448.0 / shrink
     f = lambda x, s: (x / s).to(torch.float8_e4m3fn)  # noqa: E731
     if compiled:
         f = torch.compile(f)
@@ -70,10 +71,10 @@ def torchao_mxfp8(torch, x):
     return dict(recipe="mxfp8-e4m3-floor", x=x, codes=q.qdata, block_scales=q.scale.contiguous())
 
 
-def ml_dtypes_fp8(x_np):
+def ml_dtypes_fp8(x_np, shrink=1.0):
     import ml_dtypes
 
-    s = np.float32(np.max(np.abs(x_np)) / np.float32(448))
+    s = np.float32(np.max(np.abs(x_np)) / np.float32(448) / np.float32(shrink))
     codes = (x_np / s).astype(ml_dtypes.float8_e4m3fn)
     return dict(recipe="fp8-e4m3-tensor", x=x_np, codes=codes, global_scale=s, global_scale_role="input")
 
@@ -93,6 +94,8 @@ def main():
         producers += [
             ("torch-fp8-eager", lambda: fp8_tensor(torch, x, False)),
             ("torch-fp8-compile", lambda: fp8_tensor(torch, x, True)),
+            ("torch-fp8-static-scale-eager", lambda: fp8_tensor(torch, x, False, 4.0)),
+            ("torch-fp8-static-scale-compile", lambda: fp8_tensor(torch, x, True, 4.0)),
             ("torch-fp8-bf16-rcp-eager", lambda: fp8_tensor_bf16(torch, x, False)),
             ("torch-fp8-bf16-rcp-compile", lambda: fp8_tensor_bf16(torch, x, True)),
             ("torchao-nvfp4", lambda: torchao_nvfp4(torch, x)),
@@ -103,6 +106,7 @@ def main():
     except Exception:  # no torch: ml_dtypes alone
         x_np = np.random.default_rng(20261122).standard_normal((a.rows, a.cols)).astype(np.float32)
     producers.append(("ml_dtypes-fp8", lambda: ml_dtypes_fp8(x_np)))
+    producers.append(("ml_dtypes-fp8-static-scale", lambda: ml_dtypes_fp8(x_np, 4.0)))
     for name, produce in producers:
         try:
             t = produce()

@@ -151,10 +151,10 @@ Quantized run_quantize(const PortKernel& k, const Tensor& t, float g) {
 
 // The port's codes and scales == the model's, nothing written past them; the first difference
 // is described with its input bits.
-void check_quantize(const PortKernel& k, const Tensor& t) {
+void check_quantize(const PortKernel& k, const Tensor& t, int scale_shift = 0) {
   const QuantizeShape& s = t.shape;
   const Recipe& r = k.recipe;
-  const float g = tensor_scale(r, amax_of(t.x));
+  const float g = std::ldexp(tensor_scale(r, amax_of(t.x)), -scale_shift);  // shift > 0: a calibrated scale too small
   const Quantized q = run_quantize(k, t, g);
   for (std::size_t i = s.code_bytes(); i < q.codes.size(); ++i) RC_ASSERT(q.codes[i] == kPoison);
   for (std::size_t i = s.scale_bytes(); i < q.scales.size(); ++i) RC_ASSERT(q.scales[i] == kPoison);
@@ -239,6 +239,17 @@ props::Outcome quantize_property(const props::RunContext& ctx, const PortKernel&
   return props::check_random(ctx, [&] { check_quantize(k, *tensors); });
 }
 
+// A static (calibrated) tensor scale 2^-1..2^-4 times the one amax gives: elements and block
+// scales past their format's max must saturate as the recipe says.
+props::Outcome saturation_property(const props::RunContext& ctx, const PortKernel& k) {
+  if (k.recipe.scale == BlockScale::e8m0_pow2) return props::skipped("power-of-two recipes take no tensor scale");
+  const auto tensors = gen_tensor(k.recipe, 0);
+  return props::check_random(ctx, [&] {
+    const Tensor t = *tensors;
+    check_quantize(k, t, *rc::gen::inRange(1, 5));
+  });
+}
+
 props::Outcome dequantize_property(const props::RunContext& ctx, const PortKernel& k) {
   if (!k.dequantize) return props::skipped("the port has no dequantize entry point");
   const auto inputs = gen_bytes(k.recipe, false);
@@ -297,6 +308,8 @@ const std::vector<PortProperty>& port_properties() {
        [](const props::RunContext& c, const PortKernel& k) { return quantize_property(c, k, 1); }},
       {"zero-blocks-vs-model", "zero blocks (+-0) and all-zero tensors == the model (scale and codes)",
        [](const props::RunContext& c, const PortKernel& k) { return quantize_property(c, k, 2); }},
+      {"static-scale-saturation-vs-model", "a tensor scale 2-16x too small (a stale calibration): saturated codes and scales == the model",
+       [](const props::RunContext& c, const PortKernel& k) { return saturation_property(c, k); }},
       {"dequantize-vs-model", "FP32 values of arbitrary code and scale bytes (NaN scales included) == the model",
        [](const props::RunContext& c, const PortKernel& k) { return dequantize_property(c, k); }},
       {"workspace-e4m3-vs-model", "E4M3 workspace of arbitrary bytes, factors near E4M3 midpoints == the exact product rounded once",
