@@ -7,6 +7,8 @@
 #include <set>
 
 #include "cli/commands.hpp"
+#include "ports/plugin.hpp"
+#include "ports/port_properties.hpp"
 #include "proptests/harness/runner.hpp"
 
 namespace kvq::cli {
@@ -15,14 +17,29 @@ namespace {
 constexpr const char* kCheckUsage =
     "usage: kvq check [--suite NAME]... [--property ID] [--match TEXT]... [--device cpu|cuda|all] [--cases N]\n"
     "                 [--seed S]"
-    " [--report FILE.json] [--reproduce STRING] [--list]\n";
+    " [--report FILE.json] [--reproduce STRING] [--list]\n"
+    "       kvq check --mutants [--cases N] [--seed S]     the mutant catalogue: each must be caught\n"
+    "       kvq check --plugin LIB.so [--cases N] [--seed S] [--reproduce STRING]   a C ABI port (docs/ports.md)\n";
+
+// The port properties against a plug-in, as registry properties under suite "plugin".
+std::vector<props::Property> plugin_properties(const ports::Plugin& plugin) {
+  std::vector<props::Property> out;
+  for (const auto& p : ports::port_properties())
+    out.push_back({"plugin", p.name, plugin.device ? props::Device::cuda : props::Device::cpu,
+                   [kernel = plugin.kernel, run = p.run, device = plugin.device](const props::RunContext& ctx) {
+                     std::string why;
+                     if (device && !kernels::device::available(&why)) return props::skipped("device plug-in: " + why);
+                     return run(ctx, kernel);
+                   }});
+  return out;
+}
 }
 
 int check_command(const Args& args, std::ostream& out, std::ostream& err) {
   props::Selection selection;
   props::RunOptions options;
-  std::string report, device = "all";
-  bool list = false;
+  std::string report, device = "all", plugin_path;
+  bool list = false, mutants = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has_value = i + 1 < args.size();
@@ -66,6 +83,11 @@ int check_command(const Args& args, std::ostream& out, std::ostream& err) {
       options.reproduce = args[++i];
     } else if (a == "--list") {
       list = true;
+    } else if (a == "--mutants") {
+      mutants = true;
+      selection.suites.push_back("mutants");
+    } else if (a == "--plugin" && has_value) {
+      plugin_path = args[++i];
     } else {
       err << "kvq check: unexpected argument '" << a << "'\n" << kCheckUsage;
       return 2;
@@ -83,7 +105,22 @@ int check_command(const Args& args, std::ostream& out, std::ostream& err) {
       return 2;
     }
   }
-  const auto chosen = props::select(selection);
+  ports::Plugin plugin;
+  std::vector<props::Property> plugin_props;
+  if (!plugin_path.empty()) {
+    if (auto e = ports::load_plugin(plugin_path, &plugin); !e.empty()) {
+      err << "kvq check: " << e << "\n";
+      return 2;
+    }
+    out << "plug-in " << plugin.kernel.name << ", " << (plugin.device ? "device" : "host") << " pointers\n";
+    plugin_props = plugin_properties(plugin);
+  }
+  auto chosen = props::select(selection);
+  if (!plugin_path.empty()) {
+    chosen.clear();
+    for (const auto& p : plugin_props)
+      if (selection.property.empty() || p.id() == selection.property) chosen.push_back(&p);
+  }
   if (chosen.empty()) {
     err << "kvq check: no property matches the selection\n";
     return 2;
@@ -95,6 +132,12 @@ int check_command(const Args& args, std::ostream& out, std::ostream& err) {
   const auto results = props::run_properties(chosen, options, err);
   props::print_summary(results, out);
   props::print_failures(results, out);
+  if (mutants) {
+    out << "\nmutants (ports/mutants.hpp): which port property caught each\n";
+    for (const auto& r : results) out << r.outcome.detail;
+  }
+  if (!plugin_path.empty() && props::totals(results).failed)
+    out << "(replay a plug-in failure with --plugin " << plugin_path << " added to the replay line)\n";
   if (!report.empty()) {
     std::ofstream file(report);
     file << props::json_report(results, options);

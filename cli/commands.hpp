@@ -22,6 +22,8 @@ int docs_command(const Args& args, std::ostream& out, std::ostream& err);
 int check_command(const Args& args, std::ostream& out, std::ostream& err);
 int study_command(const Args& args, std::ostream& out, std::ostream& err);
 int layouts_command(const Args& args, std::ostream& out, std::ostream& err);
+int verify_command(const Args& args, std::ostream& out, std::ostream& err);
+int identify_command(const Args& args, std::ostream& out, std::ostream& err);
 
 // The generated part of docs/formats.md.
 std::string formats_markdown();

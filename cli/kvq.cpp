@@ -16,6 +16,8 @@ constexpr const char* kUsage =
     "  kvq bench [--recipes a,b] [--mib N]  kernel GB/s against D2D copy bandwidth (GPU)\n"
     "  kvq study qsnr --out DIR [...]       quantization error per recipe x block x distribution\n"
     "  kvq study crest|scales|attention|errors|all|merge --out DIR   the other error studies (docs/studies.md)\n"
+    "  kvq verify RECIPE --inputs DIR --outputs DIR   a port's tensors against a recipe (docs/ports.md)\n"
+    "  kvq identify --inputs DIR --outputs DIR        which recipe and variant a port follows\n"
     "  kvq table FORMAT                     every code: hex, bits, exact value\n"
     "  kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna]\n"
     "                                       FP32 inputs on stdin -> codes\n"
@@ -43,6 +45,8 @@ int main(int argc, char** argv) {
   if (command == "check") return kvq::cli::check_command(args, std::cout, std::cerr);
   if (command == "layouts") return kvq::cli::layouts_command(args, std::cout, std::cerr);
   if (command == "study") return kvq::cli::study_command(args, std::cout, std::cerr);
+  if (command == "verify") return kvq::cli::verify_command(args, std::cout, std::cerr);
+  if (command == "identify") return kvq::cli::identify_command(args, std::cout, std::cerr);
   std::cerr << "kvq: unknown command '" << command << "'\n" << kUsage;
   return 2;
 }

@@ -15,8 +15,8 @@ namespace {
 
 int item_size(const std::string& descr) {
   if (descr == "<f4") return 4;
-  if (descr == "<u2") return 2;
-  if (descr == "|u1" || descr == "<u1") return 1;
+  if (descr == "<u2" || descr == "<f2") return 2;
+  if (descr == "|u1" || descr == "<u1" || descr == "|i1") return 1;
   return 0;
 }
 
@@ -62,7 +62,7 @@ std::string read_npy(const std::string& path, NpyArray* out) {
   std::string descr = header_value(header, "descr");
   if (descr.size() < 2) return path + ": no dtype in header";
   descr = descr.substr(1, descr.size() - 2);
-  if (item_size(descr) == 0) return path + ": dtype " + descr + " is not float32, uint16 or uint8";
+  if (item_size(descr) == 0) return path + ": dtype " + descr + " is not float32, float16, uint16, uint8 or int8";
   if (header_value(header, "fortran_order") != "False") return path + ": Fortran order is not supported";
   std::string shape = header_value(header, "shape");
   out->descr = descr == "<u1" ? "|u1" : descr;

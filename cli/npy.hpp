@@ -9,7 +9,7 @@
 namespace kvq::cli {
 
 struct NpyArray {
-  std::string descr;                 // '<f4', '<u2', '|u1'
+  std::string descr;                 // '<f4', '<f2', '<u2', '|u1', '|i1'
   std::vector<std::int64_t> shape;   // C order
   std::vector<std::uint8_t> bytes;   // raw data
   std::int64_t count() const;

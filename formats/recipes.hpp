@@ -56,6 +56,7 @@ enum class ZeroGuard : std::uint8_t {
                     // to 0, or g underflowed FP32): zero codes (kvq reference)
   block_max,        // bmax == 0 only (FlashInfer): a scale that rounds to 0 divides by zero
   rounded_scale,    // the rounded scale == 0 only (vLLM); an all-zero tensor stores the NaN scale 0/0
+  none,             // no guard (a port bug, for kvq identify and the mutants): a zero block divides 0 by 0
 };
 
 struct Recipe {
@@ -71,6 +72,10 @@ struct Recipe {
   TwoLevel two_level = TwoLevel::reference;
   Reciprocal reciprocal = Reciprocal::approx_ftz;  // the rcp of the rcp_* styles
   float ratio_floor = 1e-10f;                      // Pow2Rule::ceil_ratio's floor
+  // Variants that no engine's recipe has but ports do (kvq identify, the mutant catalogue); the
+  // named recipes keep the defaults, which the oracle models.
+  int e8m0_bias = 127;              // the stored E8M0 byte = e + bias (125: an off-by-two port); decode reads 127
+  bool element_input_bf16 = false;  // the scaled element input rounded to BF16 first (double rounding)
 };
 
 inline constexpr int kMaxRecipeBlock = 128;  // the largest block a recipe may use (MLA tiles)
@@ -98,6 +103,7 @@ KVQ_HD constexpr Conversion scale_conversion() {  // E4M3 block scales: cvt.rn.s
 // One element: the codec's conversion (element_conversion), through a fast path where one is
 // proven equal to it (formats/fast_paths.hpp).
 KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v) {
+  if (r.element_input_bf16) v = float_from_bits(static_cast<std::uint32_t>(bf16_rne_fast(v)) << 16);
   const bool nearest = r.element_rounding == Rounding::nearest_even || r.element_rounding == Rounding::nearest_away;
   if (r.element == FormatId::e2m1 && nearest) return e2m1_satfinite_fast(v, r.element_rounding == Rounding::nearest_away);
   if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even) return e4m3_satfinite_fast(v);
@@ -178,7 +184,8 @@ KVQ_HD inline std::uint8_t two_level_reference(const Recipe& r, float g, const f
   if (r.clamp_block_scale) s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
   // The block-max guard also stores scale 0: an all-zero tensor (g = 0) would compute 0/0 and
   // store the NaN scale 0x7F, a bug seen in a shipped checkpoint.
-  const bool zero_block = r.zero_guard != ZeroGuard::rounded_scale && bmax == 0.0f;
+  const bool zero_block =
+      r.zero_guard != ZeroGuard::rounded_scale && r.zero_guard != ZeroGuard::none && bmax == 0.0f;
   const std::uint8_t sf8 = zero_block ? std::uint8_t{0} : e4m3_satfinite_fast(s);  // scale_conversion()
   const float sf = e4m3_value_fast(sf8);
   const float denominator = sf * g;
@@ -226,7 +233,7 @@ KVQ_HD inline std::uint8_t quantize_two_level(const Recipe& r, float g, const fl
       const float s = encode * (bmax * reciprocal(k, emax));
       const std::uint8_t sf8 = e4m3_satfinite_fast(s);  // scale_conversion()
       const float sf = e4m3_value_fast(sf8);
-      const bool guard = r.zero_guard == ZeroGuard::block_max ? bmax != 0.0f : sf != 0.0f;
+      const bool guard = r.zero_guard == ZeroGuard::none || (r.zero_guard == ZeroGuard::block_max ? bmax != 0.0f : sf != 0.0f);
       const float out_scale = guard ? reciprocal(k, sf * (decode_api ? g : reciprocal(k, encode))) : 0.0f;
       encode_two_level(r, x, n, false, false, out_scale, codes);
       return sf8;
@@ -267,7 +274,7 @@ KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float*
       const float down = pow2_float(-e);
       KVQ_UNROLL
       for (int i = 0; i < n; ++i) codes[i] = encode_element(r, x[i] * down);
-      return static_cast<std::uint8_t>(e + 127);
+      return static_cast<std::uint8_t>(e + r.e8m0_bias);
     }
     case BlockScale::tensor_only: {
       const float reciprocal = 1.0f / g;

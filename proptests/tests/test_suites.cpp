@@ -58,3 +58,5 @@ TEST_CASE("mla") { kvq::props::run_suite_under_doctest("mla"); }
 TEST_CASE("rope") { kvq::props::run_suite_under_doctest("rope"); }
 TEST_CASE("studies") { kvq::props::run_suite_under_doctest("studies"); }
 TEST_CASE("paged") { kvq::props::run_suite_under_doctest("paged"); }
+TEST_CASE("ports") { kvq::props::run_suite_under_doctest("ports"); }
+TEST_CASE("mutants") { kvq::props::run_suite_under_doctest("mutants"); }

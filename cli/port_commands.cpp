@@ -1,0 +1,111 @@
+// kvq verify / kvq identify: a port's tensors (any framework, dumped as .npy or .safetensors with
+// a manifest) against kvq's recipe models. docs/ports.md.
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/commands.hpp"
+#include "cli/port_files.hpp"
+#include "formats/recipe_names.hpp"
+#include "ports/identify.hpp"
+
+namespace kvq::cli {
+namespace {
+
+struct PortOptions {
+  std::string recipe;
+  PortFiles files;
+  int show = 8;
+  int changes = 2;
+};
+
+std::string parse(const Args& args, bool takes_recipe, PortOptions* o) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    const bool value = i + 1 < args.size();
+    if (a == "--inputs" && value) {
+      o->files.inputs = args[++i];
+    } else if (a == "--outputs" && value) {
+      o->files.outputs = args[++i];
+    } else if (a == "--manifest" && value) {
+      o->files.manifest = args[++i];
+    } else if ((a == "--show" || a == "--changes") && value) {
+      char* end = nullptr;
+      const long v = std::strtol(args[i + 1].c_str(), &end, 10);
+      if (args[i + 1].empty() || *end || v < 0 || v > (a == "--show" ? 100000 : 2))
+        return a + " must be a number in 0.." + (a == "--show" ? "100000" : "2") + ", got '" + args[i + 1] + "'";
+      (a == "--show" ? o->show : o->changes) = static_cast<int>(v);
+      ++i;
+    } else if (takes_recipe && o->recipe.empty() && !a.starts_with("--")) {
+      o->recipe = a;
+    } else {
+      return "unexpected argument '" + a + "'";
+    }
+  }
+  if (takes_recipe && o->recipe.empty()) return "needs RECIPE";
+  if (o->files.inputs.empty() || o->files.outputs.empty()) return "needs --inputs DIR and --outputs DIR";
+  return {};
+}
+
+}  // namespace
+
+int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
+  PortOptions o;
+  if (auto e = parse(args, true, &o); !e.empty()) {
+    err << "kvq verify: " << e << "\nusage: kvq verify RECIPE --inputs DIR --outputs DIR [--manifest FILE] [--show N]\n";
+    return 2;
+  }
+  const auto named = recipe_from_name(o.recipe);
+  if (!named) {
+    err << "kvq verify: unknown recipe '" << o.recipe << "' (kvq recipes lists them)\n";
+    return 2;
+  }
+  LoadedPort port;
+  if (auto e = load_port(o.files, &port); !e.empty()) {
+    err << "kvq verify: " << e << "\n";
+    return 2;
+  }
+  ports::Interpretation how{named->recipe, port.data.nibbles, port.data.scale_layout};
+  if (port.data.block && how.recipe.scale != BlockScale::tensor_only) how.recipe.block = port.data.block;
+  if (auto e = ports::check_layout(port.data, how); !e.empty()) {
+    err << "kvq verify: " << e << " (manifest " << port.manifest << ", recipe " << named->name << ")\n";
+    return 2;
+  }
+  if (!port.recipe.empty() && port.recipe != named->name)
+    out << "note: the manifest says recipe '" << port.recipe << "'; checking against '" << named->name << "'\n";
+  const ports::Comparison c = ports::compare(port.data, how, static_cast<std::size_t>(o.show), true);
+  out << ports::describe(port.data, how, std::string(named->name), c);
+  return c.exact() ? 0 : 1;
+}
+
+int identify_command(const Args& args, std::ostream& out, std::ostream& err) {
+  PortOptions o;
+  if (auto e = parse(args, false, &o); !e.empty()) {
+    err << "kvq identify: " << e << "\nusage: kvq identify --inputs DIR --outputs DIR [--manifest FILE] [--changes 0|1|2] [--show N]\n";
+    return 2;
+  }
+  LoadedPort port;
+  if (auto e = load_port(o.files, &port); !e.empty()) {
+    err << "kvq identify: " << e << "\n";
+    return 2;
+  }
+  const ports::Identification id = ports::identify(port.data, o.changes, static_cast<std::size_t>(o.show));
+  if (id.tried == 0) {
+    err << "kvq identify: no recipe fits the layout of " << port.manifest
+        << " (codes and block_scales sizes against x's shape; see kvq verify RECIPE for why)\n";
+    return 2;
+  }
+  out << "kvq identify: " << id.tried << " variants tried; " << id.exact.size() << " reproduce every output\n";
+  for (const auto& c : id.exact) out << "  exact: this port follows " << c.variant.phrase() << "\n";
+  if (!id.nearest.empty()) out << (id.exact.empty() ? "  nearest (mismatches):\n" : "  next nearest (mismatches):\n");
+  for (const auto& c : id.nearest) {
+    const auto& m = c.comparison;
+    out << "    " << c.variant.phrase() << ": " << m.code_mismatches << " of " << m.codes << " codes";
+    if (m.scales) out << ", " << m.scale_mismatches << " of " << m.scales << " scales";
+    if (m.global_scale_checked && !m.global_scale_matches) out << ", the global scale";
+    if (m.dequantized_checked) out << ", " << m.dequantized_mismatches << " dequantized";
+    out << " differ\n";
+  }
+  return id.exact.empty() ? 1 : 0;
+}
+
+}  // namespace kvq::cli

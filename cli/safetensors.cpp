@@ -1,0 +1,63 @@
+#include "cli/safetensors.hpp"
+
+#include <fstream>
+
+#include "cli/json.hpp"
+
+namespace kvq::cli {
+namespace {
+std::string descr_of(const std::string& dtype) {
+  if (dtype == "F32") return "<f4";
+  if (dtype == "F16") return "<f2";
+  if (dtype == "BF16" || dtype == "U16") return "<u2";
+  if (dtype == "U8" || dtype == "I8" || dtype.starts_with("F8_") || dtype == "BOOL") return "|u1";
+  return {};
+}
+int item_size(const std::string& descr) { return descr == "<f4" ? 4 : (descr == "|u1" ? 1 : 2); }
+}  // namespace
+
+std::string read_safetensors(const std::string& path, const std::string& name, NpyArray* out, std::string* dtype) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "cannot open " + path;
+  unsigned char len[8];
+  if (!in.read(reinterpret_cast<char*>(len), 8)) return path + " is not a .safetensors file (shorter than 8 bytes)";
+  std::uint64_t header_length = 0;
+  for (int i = 7; i >= 0; --i) header_length = header_length << 8 | len[i];
+  if (header_length == 0 || header_length > (100u << 20)) return path + ": implausible header length " + std::to_string(header_length);
+  std::string header(header_length, '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(header_length))) return path + ": truncated header";
+  Json json;
+  if (auto e = parse_json(header, &json); !e.empty()) return path + ": header is not JSON: " + e;
+  const Json* entry = nullptr;
+  std::string names;
+  for (const auto& [k, v] : json.members) {
+    if (k == "__metadata__") continue;
+    names += (names.empty() ? "" : ", ") + k;
+    if (k == name || (name.empty() && !entry)) entry = &v;
+  }
+  const bool several = names.find(',') != std::string::npos;
+  if (!entry || (name.empty() && several))
+    return path + ": " + (name.empty() ? "several tensors, name one with \"key\"" : "no tensor '" + name + "'") +
+           " (holds: " + names + ")";
+  const Json* type = entry->get("dtype");
+  const Json* shape = entry->get("shape");
+  const Json* offsets = entry->get("data_offsets");
+  const std::string what = path + " tensor '" + (name.empty() ? names : name) + "'";
+  if (!type || !shape || !offsets || offsets->items.size() != 2) return what + ": header lacks dtype, shape or data_offsets";
+  *dtype = type->text;
+  out->descr = descr_of(type->text);
+  if (out->descr.empty()) return what + ": dtype " + type->text + " is not F32, F16, BF16, U16, U8, I8 or F8_*";
+  out->shape.clear();
+  for (const auto& d : shape->items) out->shape.push_back(static_cast<std::int64_t>(d.number));
+  const auto begin = static_cast<std::uint64_t>(offsets->items[0].number);
+  const auto end = static_cast<std::uint64_t>(offsets->items[1].number);
+  const std::uint64_t bytes = static_cast<std::uint64_t>(out->count()) * item_size(out->descr);
+  if (end < begin || end - begin != bytes) return what + ": data_offsets do not match shape and dtype";
+  out->bytes.resize(bytes);
+  in.seekg(static_cast<std::streamoff>(8 + header_length + begin));
+  if (!in.read(reinterpret_cast<char*>(out->bytes.data()), static_cast<std::streamsize>(bytes)))
+    return what + ": data shorter than its offsets";
+  return {};
+}
+
+}  // namespace kvq::cli

@@ -1,0 +1,173 @@
+#include "ports/identify.hpp"
+
+#include <algorithm>
+#include <functional>
+
+#include "formats/recipe_names.hpp"
+
+namespace kvq::ports {
+namespace {
+
+struct Edit {
+  int dimension;  // two edits of one dimension never combine
+  std::string words;
+  std::function<void(Interpretation&)> apply;
+};
+
+const char* two_level_words(TwoLevel t) {
+  switch (t) {
+    case TwoLevel::reference: return "scales as the reference (bmax/6)/g and x / (sf*g)";
+    case TwoLevel::rcp_decode: return "scales as FlashInfer KV (rcp of the decode scale)";
+    case TwoLevel::rcp_encode: return "scales as vLLM (the encode scale 1/g)";
+    case TwoLevel::four_over_six: return "scales 4-over-6";
+  }
+  return "";
+}
+const char* guard_words(ZeroGuard z) {
+  switch (z) {
+    case ZeroGuard::block_and_scale: return "zero guard on bmax == 0 and sf*g == 0 (kvq reference)";
+    case ZeroGuard::block_max: return "zero guard on bmax == 0 only (FlashInfer)";
+    case ZeroGuard::rounded_scale: return "zero guard on the rounded scale == 0 only (vLLM)";
+    case ZeroGuard::none: return "no zero guard";
+  }
+  return "";
+}
+const char* pow2_words(Pow2Rule p) {
+  switch (p) {
+    case Pow2Rule::floor: return "E8M0 exponent by floor (OCP)";
+    case Pow2Rule::ceil: return "E8M0 exponent by ceil";
+    case Pow2Rule::even: return "E8M0 exponent by round-to-even then floor";
+    case Pow2Rule::rceil: return "E8M0 exponent by ceil(log2(bmax * (1/max)))";
+    case Pow2Rule::ceil_ratio: return "E8M0 exponent by ceil(log2(max(bmax/max, floor)))";
+  }
+  return "";
+}
+
+// The single changes that make sense for a base recipe and the data.
+std::vector<Edit> edits_for(const Recipe& base, const PortData& d) {
+  std::vector<Edit> e;
+  const bool two_level = base.scale == BlockScale::e4m3_two_level;
+  const bool pow2 = base.scale == BlockScale::e8m0_pow2;
+  const bool nearest_even = base.element_rounding == Rounding::nearest_even;
+  e.push_back({0, nearest_even ? "ties round up (away from zero)" : "ties round to even", [=](Interpretation& h) {
+                 h.recipe.element_rounding = nearest_even ? Rounding::nearest_away : Rounding::nearest_even;
+               }});
+  e.push_back({1, "the scaled element rounded to BF16 first (double rounding)",
+               [](Interpretation& h) { h.recipe.element_input_bf16 = true; }});
+  const bool apply_matters = base.scale == BlockScale::tensor_only ||
+                             (two_level && (base.two_level == TwoLevel::reference || base.two_level == TwoLevel::four_over_six));
+  if (apply_matters) {
+    const bool divides = base.apply == Apply::divide;
+    e.push_back({2, divides ? "multiplies by the reciprocal instead of dividing" : "divides instead of multiplying by the reciprocal",
+                 [=](Interpretation& h) { h.recipe.apply = divides ? Apply::multiply_reciprocal : Apply::divide; }});
+  }
+  if (two_level) {
+    for (const TwoLevel t : {TwoLevel::reference, TwoLevel::rcp_decode, TwoLevel::rcp_encode})
+      if (t != base.two_level)
+        e.push_back({3, two_level_words(t), [=](Interpretation& h) { h.recipe.two_level = t; }});
+    if (base.two_level == TwoLevel::rcp_decode || base.two_level == TwoLevel::rcp_encode) {
+      const bool approx = base.reciprocal == Reciprocal::approx_ftz;
+      e.push_back({4, approx ? "IEEE reciprocals instead of rcp.approx.ftz" : "rcp.approx.ftz instead of IEEE reciprocals",
+                   [=](Interpretation& h) { h.recipe.reciprocal = approx ? Reciprocal::ieee : Reciprocal::approx_ftz; }});
+    }
+    for (const ZeroGuard z : {ZeroGuard::block_and_scale, ZeroGuard::block_max, ZeroGuard::rounded_scale, ZeroGuard::none})
+      if (z != base.zero_guard) e.push_back({5, guard_words(z), [=](Interpretation& h) { h.recipe.zero_guard = z; }});
+    e.push_back({6, base.clamp_block_scale ? "no clamp of the block scale" : "the block scale clamped to [2^-6, 448]",
+                 [=](Interpretation& h) { h.recipe.clamp_block_scale = !base.clamp_block_scale; }});
+  }
+  if (two_level || base.scale == BlockScale::tensor_only) {
+    const bool given = d.global_scale && !d.global_scale->is_output;
+    if (given || (d.global_scale && d.global_scale->is_output)) {
+      e.push_back({7, "the global scale read in the other convention (encode <-> decode)",
+                   [](Interpretation& h) { h.scale_convention_flipped = !h.scale_convention_flipped; }});
+    }
+    if (!given) {  // the tensor scale comes from amax: the factor-6 conventions
+      for (const float f : {6.0f, 1.0f / 6.0f}) {
+        const float divisor = base.tensor_divisor / f;
+        e.push_back({8, "global scale amax/" + std::to_string(static_cast<int>(divisor + 0.5f)) + " instead of amax/" +
+                            std::to_string(static_cast<int>(base.tensor_divisor + 0.5f)) + " (factor 6)",
+                     [=](Interpretation& h) { h.recipe.tensor_divisor = divisor; }});
+      }
+    }
+  }
+  if (pow2) {
+    for (const Pow2Rule p : {Pow2Rule::floor, Pow2Rule::ceil, Pow2Rule::even, Pow2Rule::rceil, Pow2Rule::ceil_ratio})
+      if (p != base.pow2) e.push_back({9, pow2_words(p), [=](Interpretation& h) { h.recipe.pow2 = p; }});
+    for (const int bias : {125, 126, 128, 129})
+      e.push_back({10, "E8M0 bias " + std::to_string(bias) + " instead of 127", [=](Interpretation& h) { h.recipe.e8m0_bias = bias; }});
+  }
+  if (format_of(base.element).bits() == 4 && static_cast<std::int64_t>(d.codes.size()) * 2 == d.rows * d.cols)
+    e.push_back({11, "element 2i in the high nibble", [](Interpretation& h) {
+                   h.nibbles = h.nibbles == NibbleOrder::low_first ? NibbleOrder::high_first : NibbleOrder::low_first;
+                 }});
+  if (base.scale != BlockScale::tensor_only)
+    for (const ScaleLayout l : {ScaleLayout::row_major, ScaleLayout::token_group4, ScaleLayout::swizzle_128x4})
+      if (l != d.scale_layout)
+        e.push_back({13, std::string("block scales laid out ") + name_of(l), [=](Interpretation& h) { h.scale_layout = l; }});
+  if (base.scale != BlockScale::tensor_only)
+    for (const int block : {16, 32})
+      if (block != base.block)
+        e.push_back({12, "block " + std::to_string(block) + " instead of " + std::to_string(base.block),
+                     [=](Interpretation& h) { h.recipe.block = block; }});
+  return e;
+}
+
+}  // namespace
+
+std::string Variant::phrase() const {
+  std::string s = base;
+  for (std::size_t i = 0; i < changes.size(); ++i) s += (i == 0 ? " except " : " and ") + changes[i];
+  return s;
+}
+
+std::vector<Variant> variants_for(const PortData& d, int max_changes) {
+  std::vector<Variant> out;
+  for (const NamedRecipe& named : kRecipes) {
+    Interpretation base{named.recipe, d.nibbles, d.scale_layout};
+    if (d.block && named.recipe.scale != BlockScale::tensor_only) base.recipe.block = d.block;
+    if ((named.recipe.scale == BlockScale::tensor_only) == d.has_scales) continue;  // scales where the recipe has them
+    const auto edits = edits_for(base.recipe, d);
+    auto add = [&](std::vector<const Edit*> chosen) {
+      Variant v{std::string(named.name), base, {}};
+      for (const Edit* e : chosen) {
+        e->apply(v.how);
+        v.changes.push_back(e->words);
+      }
+      if (check_layout(d, v.how).empty()) out.push_back(std::move(v));
+    };
+    add({});
+    if (max_changes >= 1)
+      for (const Edit& a : edits) add({&a});
+    if (max_changes >= 2)
+      for (std::size_t i = 0; i < edits.size(); ++i)
+        for (std::size_t j = i + 1; j < edits.size(); ++j)
+          if (edits[i].dimension != edits[j].dimension) add({&edits[i], &edits[j]});
+  }
+  return out;
+}
+
+Identification identify(const PortData& d, int max_changes, std::size_t nearest) {
+  Identification id;
+  std::vector<Candidate> all;
+  const auto variants = variants_for(d, max_changes);
+  for (int distance = 0; distance <= max_changes && id.exact.empty(); ++distance) {
+    for (const Variant& v : variants) {
+      if (static_cast<int>(v.changes.size()) != distance) continue;
+      ++id.tried;
+      Candidate c{v, compare(d, v.how, 0, false)};
+      if (c.comparison.exact()) id.exact.push_back(c);
+      all.push_back(std::move(c));
+    }
+  }
+  std::stable_sort(all.begin(), all.end(), [](const Candidate& a, const Candidate& b) {
+    if (a.comparison.mismatches() != b.comparison.mismatches()) return a.comparison.mismatches() < b.comparison.mismatches();
+    return a.variant.changes.size() < b.variant.changes.size();
+  });
+  for (const Candidate& c : all) {
+    if (id.nearest.size() >= nearest) break;
+    if (!c.comparison.exact()) id.nearest.push_back(c);
+  }
+  return id;
+}
+
+}  // namespace kvq::ports

@@ -1,0 +1,164 @@
+#include "ports/mutants.hpp"
+
+#include "formats/recipe_names.hpp"
+#include "ports/device_copy.hpp"
+
+namespace kvq::ports {
+namespace {
+
+Recipe named(std::string_view name) { return recipe_from_name(name)->recipe; }
+
+template <typename Change>
+Mutant mutant(std::string_view name, std::string_view bug_class, std::string_view base, Change change) {
+  Mutant m{name, bug_class, base, named(base), named(base), {}};
+  change(m);
+  return m;
+}
+
+std::vector<Mutant> build() {
+  std::vector<Mutant> all;
+  all.push_back(mutant("nvfp4-ties-up", "ties rounded up instead of to even", "nvfp4",
+                       [](Mutant& m) { m.quantize_recipe.element_rounding = Rounding::nearest_away; }));
+  all.push_back(mutant("nvfp4-double-rounding-bf16", "double rounding through bf16", "nvfp4",
+                       [](Mutant& m) { m.quantize_recipe.element_input_bf16 = true; }));
+  all.push_back(mutant("nvfp4-workspace-through-fp32", "double rounding through float (from the exact product)", "nvfp4",
+                       [](Mutant& m) { m.bugs.workspace_through_fp32 = true; }));
+  all.push_back(mutant("nvfp4-reciprocal-for-divide", "reciprocal-multiply vs divide changing codes", "nvfp4",
+                       [](Mutant& m) { m.quantize_recipe.apply = Apply::multiply_reciprocal; }));
+  all.push_back(mutant("fp8-tensor-reciprocal-for-divide", "reciprocal-multiply vs divide changing codes",
+                       "fp8-e4m3-tensor", [](Mutant& m) { m.quantize_recipe.apply = Apply::multiply_reciprocal; }));
+  all.push_back(mutant("mxfp4-ceil-for-floor", "E8M0 scale off by one (floor vs ceil)", "mxfp4-floor",
+                       [](Mutant& m) { m.quantize_recipe.pow2 = Pow2Rule::ceil; }));
+  all.push_back(mutant("mxfp4-bias-125", "E8M0 scale off by one (bias 125 vs 127)", "mxfp4-floor",
+                       [](Mutant& m) { m.quantize_recipe.e8m0_bias = 125; }));
+  all.push_back(mutant("nvfp4-zero-block-unguarded", "all-zero block giving inf/NaN scales or codes", "nvfp4",
+                       [](Mutant& m) { m.quantize_recipe.zero_guard = ZeroGuard::none; }));
+  all.push_back(mutant("nvfp4-zero-tensor-nan-scale", "inf global scale / NaN scale 0x7F from an all-zero tensor",
+                       "nvfp4", [](Mutant& m) { m.quantize_recipe.zero_guard = ZeroGuard::rounded_scale; }));
+  all.push_back(mutant("nvfp4-factor-6", "factor-6 global-scale mismatch between kernels", "nvfp4",
+                       [](Mutant& m) { m.bugs.dequantize_g_factor = 6.0f; }));
+  all.push_back(mutant("nvfp4-nibble-swap", "nibble order swapped", "nvfp4", [](Mutant& m) { m.bugs.swap_nibbles = true; }));
+  all.push_back(mutant("nvfp4-decode-ignores-block-scale", "decode path ignoring block scales", "nvfp4",
+                       [](Mutant& m) { m.bugs.decode = DecodeBug::ignores_block_scale; }));
+  all.push_back(mutant("nvfp4-nan-scale-decoded-as-480", "NaN decoded as +-480", "nvfp4",
+                       [](Mutant& m) { m.bugs.decode = DecodeBug::nan_as_number; }));
+  all.push_back(mutant("fp8-tensor-nan-decoded-as-480", "NaN decoded as +-480", "fp8-e4m3-tensor",
+                       [](Mutant& m) { m.bugs.decode = DecodeBug::nan_as_number; }));
+  return all;
+}
+
+QuantizeShape with_recipe(QuantizeShape s, const Recipe& r) {
+  s.recipe = r;
+  return s;
+}
+
+}  // namespace
+
+const std::vector<Mutant>& mutants() {
+  static const std::vector<Mutant> all = build();
+  return all;
+}
+
+PortKernel twin_kernel(std::string name, const Recipe& r) {
+  PortKernel k{std::move(name), r, {}, {}, {}};
+  k.quantize = [](const QuantizeShape& s, kernels::DType t, const void* x, float g, std::uint8_t* c, std::uint8_t* sc) {
+    return kernels::quantize_cpu(s, t, x, g, c, sc);
+  };
+  k.dequantize = [](const QuantizeShape& s, const std::uint8_t* c, const std::uint8_t* sc, float g, kernels::DType t,
+                    void* y) { return kernels::dequantize_cpu(s, c, sc, g, t, y); };
+  k.requantize_e4m3 = [](const QuantizeShape& s, const std::uint8_t* c, const std::uint8_t* sc, float f, std::uint8_t* o) {
+    return kernels::requantize_e4m3_cpu(s, c, sc, f, o);
+  };
+  return k;
+}
+
+PortKernel mutant_kernel(const Mutant& m) {
+  PortKernel k = twin_kernel(std::string(m.name), named(m.base));
+  const MutantBugs b = m.bugs;
+  k.quantize = [m, b](const QuantizeShape& shape, kernels::DType t, const void* x, float g, std::uint8_t* codes,
+                      std::uint8_t* scales) {
+    const QuantizeShape s = with_recipe(shape, m.quantize_recipe);
+    const std::string e = kernels::quantize_cpu(s, t, x, g, codes, scales);
+    if (e.empty() && b.swap_nibbles && s.packed())
+      for (std::int64_t i = 0; i < s.code_bytes(); ++i) codes[i] = swapped_nibbles(codes[i]);
+    return e;
+  };
+  k.dequantize = [m, b](const QuantizeShape& shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+                        kernels::DType t, void* y) {
+    const QuantizeShape s = with_recipe(shape, m.dequantize_recipe);
+    g = g * b.dequantize_g_factor;
+    if (b.decode == DecodeBug::none) return kernels::dequantize_cpu(s, codes, scales, g, t, y);
+    if (auto e = kernels::validate(s); !e.empty()) return e;
+    for (std::int64_t i = 0; i < s.rows * s.cols; ++i) {
+      std::uint8_t code, scale;
+      code_and_scale(s, codes, scales, i, &code, &scale);
+      kernels::store_value(t, y, i, mutant_value(s.recipe, b, g, scale, code));
+    }
+    return std::string();
+  };
+  if (b.workspace_through_fp32)
+    k.requantize_e4m3 = [m](const QuantizeShape& shape, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
+                            std::uint8_t* out) {
+      const QuantizeShape s = with_recipe(shape, m.dequantize_recipe);
+      if (auto e = kernels::validate(s); !e.empty()) return e;
+      for (std::int64_t i = 0; i < s.rows * s.cols; ++i) {
+        std::uint8_t code, scale;
+        code_and_scale(s, codes, scales, i, &code, &scale);
+        out[i] = mutant_workspace(s.recipe, scale, code, factor);
+      }
+      return std::string();
+    };
+  return k;
+}
+
+PortKernel device_mutant_kernel(const Mutant& m) {
+  PortKernel k{std::string(m.name) + " (device)", named(m.base), {}, {}, {}};
+  const MutantBugs b = m.bugs;
+  k.quantize = [m, b](const QuantizeShape& shape, kernels::DType t, const void* x, float g, std::uint8_t* codes,
+                      std::uint8_t* scales) {
+    const QuantizeShape s = with_recipe(shape, m.quantize_recipe);
+    const DeviceCopy dx(x, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), false);
+    const DeviceCopy dc(nullptr, static_cast<std::size_t>(s.code_bytes()), true);
+    const DeviceCopy ds(nullptr, static_cast<std::size_t>(s.scale_bytes()), true);
+    std::string e = dx.error + dc.error + ds.error;
+    if (e.empty()) e = kernels::device::quantize(s, t, dx.p, g, dc.bytes_ptr(), ds.bytes_ptr(), nullptr);
+    if (e.empty() && b.swap_nibbles && s.packed()) e = device::swap_nibbles(dc.bytes_ptr(), s.code_bytes(), nullptr);
+    if (e.empty()) e = kernels::device::synchronize();
+    if (e.empty()) e = dc.fetch(codes, "codes");
+    if (e.empty()) e = ds.fetch(scales, "scales");
+    return e;
+  };
+  k.dequantize = [m, b](const QuantizeShape& shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+                        kernels::DType t, void* y) {
+    const QuantizeShape s = with_recipe(shape, m.dequantize_recipe);
+    const DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
+    const DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
+    const DeviceCopy dy(nullptr, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), true);
+    std::string e = dc.error + ds.error + dy.error;
+    g = g * b.dequantize_g_factor;
+    if (e.empty())
+      e = b.decode == DecodeBug::none ? kernels::device::dequantize(s, dc.bytes_ptr(), ds.bytes_ptr(), g, t, dy.p, nullptr)
+                                      : device::dequantize(s, b, dc.bytes_ptr(), ds.bytes_ptr(), g, t, dy.p, nullptr);
+    if (e.empty()) e = kernels::device::synchronize();
+    if (e.empty()) e = dy.fetch(y, "dequantized output");
+    return e;
+  };
+  k.requantize_e4m3 = [m, b](const QuantizeShape& shape, const std::uint8_t* codes, const std::uint8_t* scales,
+                             float factor, std::uint8_t* out) {
+    const QuantizeShape s = with_recipe(shape, m.dequantize_recipe);
+    const DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
+    const DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
+    const DeviceCopy dout(nullptr, static_cast<std::size_t>(s.rows * s.cols), true);
+    std::string e = dc.error + ds.error + dout.error;
+    if (e.empty())
+      e = b.workspace_through_fp32
+              ? device::requantize_e4m3(s, dc.bytes_ptr(), ds.bytes_ptr(), factor, dout.bytes_ptr(), nullptr)
+              : kernels::device::requantize_e4m3(s, dc.bytes_ptr(), ds.bytes_ptr(), factor, dout.bytes_ptr(), nullptr);
+    if (e.empty()) e = kernels::device::synchronize();
+    if (e.empty()) e = dout.fetch(out, "workspace");
+    return e;
+  };
+  return k;
+}
+
+}  // namespace kvq::ports

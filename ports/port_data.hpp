@@ -1,0 +1,126 @@
+// A port's tensors in memory (read by cli/port_files.cpp from .npy/.safetensors and a manifest),
+// and their comparison with a recipe model: what `kvq verify` reports and `kvq identify` ranks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/quantize.hpp"
+
+namespace kvq::ports {
+
+using kernels::DType;
+
+enum class NibbleOrder : std::uint8_t { low_first, high_first };  // element 2i in the low (kvq) or high nibble
+enum class ScaleConvention : std::uint8_t { decode, encode };       // the stored global scale is g or 1/g
+// Where the scale of (row, block) sits in block_scales (REFERENCE.md section 5).
+enum class ScaleLayout : std::uint8_t {
+  row_major,      // row * S + block (S = scales per row)
+  token_group4,   // vLLM NVFP4 cache: (row/4)*4*S + 4*block + row%4 (rows a multiple of 4)
+  swizzle_128x4,  // FlashInfer / cuBLAS GEMM-ready: rows padded to 128, scale columns to 4
+};
+
+struct GlobalScale {
+  float value = 0;
+  ScaleConvention convention = ScaleConvention::decode;
+  bool is_output = false;  // written by the port (checked) or given to it (used as is)
+};
+
+struct PortData {
+  std::int64_t rows = 0, cols = 0;  // x is [rows, cols], cols = head_dim (the last dimension)
+  DType input = DType::fp32;
+  std::vector<std::uint8_t> x;      // raw input values
+  std::vector<std::uint8_t> codes;  // raw code bytes: packed (two 4-bit codes a byte) or one a byte
+  std::vector<std::uint8_t> scales;  // one byte per block, row-major; empty for per-tensor recipes
+  bool has_scales = false;
+  std::optional<GlobalScale> global_scale;
+  std::optional<std::vector<float>> dequantized;  // the port's dequantize of its own codes, FP32
+  NibbleOrder nibbles = NibbleOrder::low_first;
+  ScaleLayout scale_layout = ScaleLayout::row_major;
+  int block = 0;  // from the manifest; 0: the recipe's
+
+  float input_value(std::int64_t i) const { return kernels::load_value(input, x.data(), i); }
+  float amax() const { return kernels::amax_cpu(input, x.data(), rows * cols); }
+};
+
+// How the model reads the port's data: the recipe (its block possibly changed) and the layout.
+struct Interpretation {
+  Recipe recipe;
+  NibbleOrder nibbles = NibbleOrder::low_first;
+  ScaleLayout scale_layout = ScaleLayout::row_major;
+  bool scale_convention_flipped = false;  // read the port's global scale in the other convention
+};
+
+// The bytes a scale layout occupies for rows x S scales, and the index of (row, block); 0 bytes
+// when the layout does not apply to that shape.
+std::int64_t scale_layout_bytes(ScaleLayout l, std::int64_t rows, std::int64_t per_row);
+std::int64_t scale_index(ScaleLayout l, std::int64_t rows, std::int64_t per_row, std::int64_t row, std::int64_t block);
+const char* name_of(ScaleLayout l);
+
+// The non-negative finite element values of a recipe, ascending.
+std::vector<double> element_grid(const Recipe& r);
+
+// "" when the port's tensors fit the recipe's layout (sizes of codes and scales); else the role
+// and what is wrong.
+std::string check_layout(const PortData& d, const Interpretation& how);
+// The element code of element i (row-major), from packed or one-a-byte codes.
+std::uint8_t port_code(const PortData& d, const Recipe& r, NibbleOrder order, std::int64_t i);
+// The tensor decode scale the model uses: the port's global scale read in its convention, else
+// tensor_scale(r, amax).
+float model_tensor_scale(const PortData& d, const Interpretation& how);
+
+struct CodeDifference {
+  std::int64_t row = 0, col = 0;
+  std::uint32_t x_bits = 0;
+  std::uint8_t expected = 0, actual = 0;            // element codes
+  std::uint8_t expected_scale = 0, actual_scale = 0;  // the block's scale codes
+  float expected_value = 0, actual_value = 0;         // dequantized in FP32 (element * scale * g)
+};
+struct ScaleDifference {
+  std::int64_t row = 0, block = 0;
+  float block_max = 0;
+  std::uint8_t expected = 0, actual = 0;
+};
+struct ValueDifference {  // the port's dequantized value against the model's decode of the port's codes
+  std::int64_t row = 0, col = 0;
+  std::uint8_t code = 0, scale = 0;
+  float expected = 0, actual = 0;
+};
+struct ErrorSummary {  // |x - dequantized| against the recipe's bound, over elements it covers
+  std::int64_t covered = 0, over_bound = 0;
+  double max_ratio = 0;  // max |x - dq| / bound
+  double max_error = 0;
+};
+
+struct Comparison {
+  float g = 0;  // tensor decode scale the model used
+  std::int64_t codes = 0, code_mismatches = 0;
+  std::int64_t scales = 0, scale_mismatches = 0;
+  bool global_scale_checked = false, global_scale_matches = true;
+  float expected_global_scale = 0;
+  std::int64_t dequantized_mismatches = 0;  // port's dequantized vs the model's decode of the port's codes
+  std::int64_t dequantized_checked = 0;
+  std::vector<CodeDifference> first_codes;
+  std::vector<ScaleDifference> first_scales;
+  std::vector<ValueDifference> first_dequantized;
+  ErrorSummary port_error, model_error;
+  bool exact() const {
+    return code_mismatches == 0 && scale_mismatches == 0 && global_scale_matches && dequantized_mismatches == 0;
+  }
+  std::int64_t mismatches() const {
+    return code_mismatches + scale_mismatches + (global_scale_matches ? 0 : 1) + dequantized_mismatches;
+  }
+};
+
+// The model's quantization of the port's x under `how`, compared with the port's outputs. keep:
+// how many first differences to record; errors: whether to compute the error summaries.
+Comparison compare(const PortData& d, const Interpretation& how, std::size_t keep, bool errors);
+
+// The report of `kvq verify`: verdict, counts, first differences (input bits, codes in hex,
+// decoded and exact values), error against the bound.
+std::string describe(const PortData& d, const Interpretation& how, const std::string& recipe_name,
+                     const Comparison& c);
+
+}  // namespace kvq::ports
