@@ -7,8 +7,8 @@
 #include <set>
 
 #include "cli/commands.hpp"
-#include "ports/plugin.hpp"
-#include "ports/port_properties.hpp"
+#include "proptests/ports/plugin.hpp"
+#include "proptests/ports/port_properties.hpp"
 #include "proptests/harness/runner.hpp"
 
 namespace kvq::cli {

@@ -6,7 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/port_files.hpp"
 #include "formats/recipe_names.hpp"
-#include "ports/identify.hpp"
+#include "proptests/ports/identify.hpp"
 
 namespace kvq::cli {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "ports/port_data.hpp"
+#include "proptests/ports/port_data.hpp"
 
 namespace kvq::cli {
 

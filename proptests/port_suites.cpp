@@ -6,7 +6,7 @@
 #include "formats/recipe_names.hpp"
 #include "kernels/quantize.hpp"
 #include "ports/mutants.hpp"
-#include "ports/port_properties.hpp"
+#include "proptests/ports/port_properties.hpp"
 
 namespace kvq::props {
 namespace {
@@ -60,7 +60,7 @@ void register_port_suites() {
 KVQ_REGISTER_PROPERTIES(register_port_suites);
 
 // The device variant of every mutant (kvq's CUDA kernels with the mutant's recipe, and the mutant
-// bodies of ports/mutants_device.cu) must be caught on the GPU too.
+// bodies of proptests/ports/mutants_device.cu) must be caught on the GPU too.
 void register_device_mutants() {
   for (const ports::Mutant& m : ports::mutants())
     add_property("gpu", "mutants/" + std::string(m.name) + "/device", Device::cuda, [&m](const RunContext& ctx) {

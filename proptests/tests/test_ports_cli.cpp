@@ -11,7 +11,7 @@
 #include "cli/npy.hpp"
 #include "formats/recipe_names.hpp"
 #include "ports/mutants.hpp"
-#include "ports/port_data.hpp"
+#include "proptests/ports/port_data.hpp"
 #include "proptests/harness/mix32.hpp"
 
 namespace {

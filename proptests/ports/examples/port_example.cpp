@@ -1,5 +1,5 @@
-// An example plug-in (ports/kvq_port.h) that wraps kvq's own kernels, as a port author's library
-// would wrap theirs. Built three ways by ports/CMakeLists.txt:
+// An example plug-in (proptests/ports/kvq_port.h) that wraps kvq's own kernels, as a port author's library
+// would wrap theirs. Built three ways by proptests/ports/CMakeLists.txt:
 //   kvq_port_example         host pointers, kvq's CPU twins (recipe nvfp4): passes
 //   kvq_port_example_broken  the same with ties rounded up (REFERENCE.md section 7): caught
 //   kvq_port_example_cuda    device pointers, kvq's CUDA kernels (built with CUDA only): passes
@@ -7,7 +7,7 @@
 
 #include "formats/recipe_names.hpp"
 #include "kernels/quantize.hpp"
-#include "ports/kvq_port.h"
+#include "proptests/ports/kvq_port.h"
 
 namespace {
 

@@ -6,7 +6,7 @@ the kvq commands to check it. A producer whose library or API is missing is repo
 nothing here is required by CI. Written without torch at hand: the torchao calls follow its
 public API (NVFP4Tensor.to_nvfp4, MXTensor.to_mx) and may need adjusting to the installed version.
 
-    python3 ports/dump_torch_ports.py --out /tmp/ports [--device cuda] [--rows 256 --cols 128]
+    python3 proptests/ports/dump_torch_ports.py --out /tmp/ports [--device cuda] [--rows 256 --cols 128]
 """
 import argparse
 import os

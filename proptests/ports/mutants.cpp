@@ -1,7 +1,7 @@
 #include "ports/mutants.hpp"
 
 #include "formats/recipe_names.hpp"
-#include "ports/device_copy.hpp"
+#include "proptests/ports/device_copy.hpp"
 
 namespace kvq::ports {
 namespace {

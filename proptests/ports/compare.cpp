@@ -4,7 +4,7 @@
 
 #include "formats/names.hpp"
 #include "oracle/oracle.hpp"
-#include "ports/port_data.hpp"
+#include "proptests/ports/port_data.hpp"
 
 namespace kvq::ports {
 namespace {

@@ -1,6 +1,6 @@
 // A quantize / dequantize implementation under test, whatever it is: kvq's own CPU twin, a
-// mutant from the catalogue (ports/mutants.hpp), or a C ABI plug-in (ports/plugin.hpp). The port
-// properties (ports/port_properties.hpp) run against this one interface. Host pointers; layout
+// mutant from the catalogue (ports/mutants.hpp), or a C ABI plug-in (proptests/ports/plugin.hpp). The port
+// properties (proptests/ports/port_properties.hpp) run against this one interface. Host pointers; layout
 // and tensor scale as kernels/quantize.hpp states (g = tensor_scale(recipe, amax), a decode scale).
 #pragma once
 

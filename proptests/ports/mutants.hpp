@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "ports/mutant_bodies.hpp"
-#include "ports/port_kernel.hpp"
+#include "proptests/ports/mutant_bodies.hpp"
+#include "proptests/ports/port_kernel.hpp"
 
 namespace kvq::ports {
 

@@ -1,4 +1,4 @@
-#include "ports/port_properties.hpp"
+#include "proptests/ports/port_properties.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "formats/float_bits.hpp"
-#include "ports/port_data.hpp"
+#include "proptests/ports/port_data.hpp"
 #include "proptests/harness/mix32.hpp"
 #include "proptests/harness/rapidcheck_bridge.hpp"
 

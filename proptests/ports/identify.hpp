@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "ports/port_data.hpp"
+#include "proptests/ports/port_data.hpp"
 
 namespace kvq::ports {
 

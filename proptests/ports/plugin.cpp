@@ -1,12 +1,12 @@
-#include "ports/plugin.hpp"
+#include "proptests/ports/plugin.hpp"
 
 #include <dlfcn.h>
 
 #include <vector>
 
 #include "formats/recipe_names.hpp"
-#include "ports/device_copy.hpp"
-#include "ports/kvq_port.h"
+#include "proptests/ports/device_copy.hpp"
+#include "proptests/ports/kvq_port.h"
 
 namespace kvq::ports {
 namespace {
@@ -45,7 +45,7 @@ std::string load_plugin(const std::string& path, Plugin* out) {
                                       {"kvq_port_recipe", recipe != nullptr},
                                       {"kvq_port_memory", memory != nullptr},
                                       {"kvq_port_quantize", quantize != nullptr}})
-    if (!present) return path + ": does not export " + name + " (ports/kvq_port.h)";
+    if (!present) return path + ": does not export " + name + " (proptests/ports/kvq_port.h)";
   if (version() != KVQ_PORT_ABI_VERSION)
     return path + ": kvq_port_abi_version() = " + std::to_string(version()) + ", this kvq speaks " +
            std::to_string(KVQ_PORT_ABI_VERSION);

@@ -1,5 +1,5 @@
 // Without CUDA: the device mutants report that there is no device (their properties are skipped).
-#include "ports/mutant_bodies.hpp"
+#include "proptests/ports/mutant_bodies.hpp"
 
 namespace kvq::ports::device {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ports/port_kernel.hpp"
+#include "proptests/ports/port_kernel.hpp"
 #include "proptests/harness/property.hpp"
 
 namespace kvq::ports {

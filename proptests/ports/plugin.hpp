@@ -1,4 +1,4 @@
-// Loads a C ABI plug-in (ports/kvq_port.h) with dlopen and wraps it as a PortKernel: host
+// Loads a C ABI plug-in (proptests/ports/kvq_port.h) with dlopen and wraps it as a PortKernel: host
 // plug-ins are called directly; device plug-ins get device copies of inputs and outputs
 // (outputs poisoned, with guard bytes checked after the call).
 #pragma once
@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "ports/port_kernel.hpp"
+#include "proptests/ports/port_kernel.hpp"
 
 namespace kvq::ports {
 

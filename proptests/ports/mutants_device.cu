@@ -1,9 +1,9 @@
-// Device variants of the mutants whose bug is not a Recipe field (ports/mutant_bodies.hpp): the
+// Device variants of the mutants whose bug is not a Recipe field (proptests/ports/mutant_bodies.hpp): the
 // same per-element lines as their CPU twins, one thread per element, grid-stride. Built only for
 // the mutant catalogue's GPU run (suite gpu, mutants/.../device).
 #include <cuda_runtime.h>
 
-#include "ports/mutant_bodies.hpp"
+#include "proptests/ports/mutant_bodies.hpp"
 
 namespace kvq::ports::device {
 namespace {

@@ -1,4 +1,4 @@
-#include "ports/identify.hpp"
+#include "proptests/ports/identify.hpp"
 
 #include <algorithm>
 #include <functional>
