@@ -32,7 +32,7 @@ const char* name_of(RopeStyle s);
 const char* name_of(KvLayout l);
 const char* name_of(Attention a);
 
-inline constexpr int kRopeChunk = 16;  // elements (and output bytes) one thread handles
+inline constexpr int kRopeChunk = 16;  // elements one thread handles (NeoX rope: frequencies, 2x16 elements)
 
 struct RopeShape {
   Attention attention = Attention::mha;
@@ -150,7 +150,13 @@ KVQ_HD inline float rope_rotate(float x, float partner, float c, float s, bool f
 }
 KVQ_HD inline std::uint8_t quantize_e4m3(float value, float scale) { return e4m3_satfinite_fast(mul_rn(value, scale)); }
 
-// ---- Work items: one (tensor, head, chunk of <= 16 elements) of one token ----
+// ---- Work items: one (tensor, head, chunk) of one token ----
+//
+// A chunk is kRopeChunk contiguous elements (nope, V, GPT-J rope: 8 whole pairs), except a NeoX rope
+// chunk: kRopeChunk frequencies f0.., i.e. elements [f0, f0 + n) and their partners [half + f0, ..),
+// so every input element is loaded once and each cos/sin value once per item. Whole chunks run
+// compile-time code (registers only, 16-byte vectors on the device); a shorter tail chunk runs
+// element by element (no arrays). Both compute each element with the same operations.
 
 enum class RopePart : std::uint8_t { q, k, v };
 
@@ -158,16 +164,14 @@ struct RopeItem {
   RopePart part = RopePart::q;
   bool rope = false;  // rope or nope part (V: false)
   int head = 0;
-  int first = 0;      // first element within the rope / nope / V vector
-  int count = 0;      // 1..kRopeChunk
+  int first = 0;      // first element (NeoX rope: first frequency) within the rope / nope / V vector
+  int count = 0;      // 1..kRopeChunk elements (NeoX rope: frequencies)
 };
 
 KVQ_HD inline int chunks_of(int n) { return (n + kRopeChunk - 1) / kRopeChunk; }
-// NeoX chunks never cross the half (partners are then one contiguous span); GPT-J chunks start even.
+// The span a rope item's `first` and `count` index: frequencies (NeoX) or elements (GPT-J; chunks start even).
 KVQ_HD inline int rope_segment(const RopeShape& s) { return s.style == RopeStyle::neox ? s.rope_dim / 2 : s.rope_dim; }
-KVQ_HD inline int rope_chunks(const RopeShape& s) {
-  return s.style == RopeStyle::neox ? 2 * chunks_of(s.rope_dim / 2) : chunks_of(s.rope_dim);
-}
+KVQ_HD inline int rope_chunks(const RopeShape& s) { return chunks_of(rope_segment(s)); }
 KVQ_HD inline int head_chunks(const RopeShape& s) { return rope_chunks(s) + chunks_of(s.nope_dim()); }
 KVQ_HD inline int items_per_token(const RopeShape& s) {
   const int kv = s.mla() ? head_chunks(s) : s.kv_heads * (head_chunks(s) + chunks_of(s.head_dim));
@@ -187,22 +191,18 @@ KVQ_HD inline RopeItem rope_item(const RopeShape& s, int k) {
   }
   const int chunks = it.part == RopePart::v ? chunks_of(s.head_dim) : per_head;
   it.head = k / chunks;
-  int c = k % chunks, start = 0, length = s.head_dim;  // V: the whole head vector
+  int c = k - it.head * chunks, length = s.head_dim;  // V: the whole head vector
   if (it.part != RopePart::v) {
     it.rope = c < rope_chunks(s);
     if (it.rope) {
-      const int segment = rope_segment(s), per_segment = chunks_of(segment);
-      start = (c / per_segment) * segment;  // NeoX's second half starts at rope_dim / 2
-      length = segment;
-      c %= per_segment;
+      length = rope_segment(s);
     } else {
       c -= rope_chunks(s);
       length = s.nope_dim();
     }
   }
-  const int offset = c * kRopeChunk;
-  it.first = start + offset;
-  it.count = length - offset < kRopeChunk ? length - offset : kRopeChunk;
+  it.first = c * kRopeChunk;
+  it.count = length - it.first < kRopeChunk ? length - it.first : kRopeChunk;
   return it;
 }
 
@@ -225,46 +225,100 @@ KVQ_HD inline void load_cos_sin(const float* p, int n, float* out) {
   KVQ_UNROLL
   for (int i = 0; i < n; ++i) out[i] = p[i];
 }
+KVQ_HD inline float cos_sin_at(const float* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
 
-// The chunk's FP8 codes: load, rotate (rope part), scale, convert. Element j of the rope vector
-// uses frequency f = j mod rope_dim/2 (NeoX) or j/2 (GPT-J) and the partner element of its pair.
-template <int kN = 0>
-KVQ_HD inline void rope_quantize_chunk(const RopeShape& s, const RopeInputs& in, std::int64_t token,
-                                       const RopeItem& it, std::uint8_t* codes) {
-  const int n = kN > 0 ? kN : it.count;
+// The item's source: its input tensor, the first element of its head vector, its quant scale.
+struct ItemSource {
+  const void* src = nullptr;
+  std::int64_t row = 0;
+  float scale = 1.0f;
+};
+KVQ_HD inline ItemSource item_source(const RopeShape& s, const RopeInputs& in, std::int64_t token, const RopeItem& it) {
   const int heads = it.part == RopePart::q ? s.q_heads : s.kv_heads;
-  const float scale = it.part == RopePart::q ? in.quant_scale_q : in.quant_scale_kv;
-  const void* src = it.part == RopePart::v ? in.v
-                    : it.part == RopePart::q ? (it.rope ? in.q_rope : in.q_nope)
-                                             : (it.rope ? in.k_rope : in.k_nope);
   const int dim = it.part == RopePart::v ? s.head_dim : (it.rope ? s.rope_dim : s.nope_dim());
-  const std::int64_t row = (token * heads + it.head) * dim;
-  float x[kRopeChunk];
-  io::load_values(s.input, src, row + it.first, n, x);
+  ItemSource r;
+  r.scale = it.part == RopePart::q ? in.quant_scale_q : in.quant_scale_kv;
+  r.src = it.part == RopePart::v ? in.v
+          : it.part == RopePart::q ? (it.rope ? in.q_rope : in.q_nope)
+                                   : (it.rope ? in.k_rope : in.k_nope);
+  r.row = (token * heads + it.head) * dim;
+  return r;
+}
+
+// The item's FP8 codes, written into `out` (element 0 of its rope / nope / V output vector): load,
+// rotate (rope part), scale, convert. Element j of the rope vector uses frequency f = j mod rope_dim/2
+// (NeoX) or j/2 (GPT-J) and the partner element of its pair. kN = kRopeChunk: a whole chunk;
+// kN = 0: it.count, element by element.
+template <int kN>
+KVQ_HD inline void rope_quantize_chunk(const RopeShape& s, const RopeInputs& in, std::int64_t token, const RopeItem& it,
+                                       std::uint8_t* out) {
+  const ItemSource src = item_source(s, in, token, it);
+  const int f0 = it.first;
   if (!it.rope) {
-    KVQ_UNROLL
-    for (int i = 0; i < n; ++i) codes[i] = quantize_e4m3(x[i], scale);
+    if constexpr (kN > 0) {
+      float x[kN];
+      std::uint8_t codes[kN];
+      io::load_values(s.input, src.src, src.row + f0, kN, x);
+      KVQ_UNROLL
+      for (int i = 0; i < kN; ++i) codes[i] = quantize_e4m3(x[i], src.scale);
+      io::store_bytes(out + f0, codes, kN);
+    } else {
+      for (int i = f0; i < f0 + it.count; ++i) out[i] = quantize_e4m3(load_value(s.input, src.src, src.row + i), src.scale);
+    }
     return;
   }
   const int half = s.rope_dim / 2;
   const float* cos_sin = in.cos_sin_cache + static_cast<std::int64_t>(in.pos_ids[token]) * s.rope_dim;
-  float c[kRopeChunk], sn[kRopeChunk];
-  if (s.style == RopeStyle::neox) {
-    const bool first_half = it.first < half;
-    const int f0 = first_half ? it.first : it.first - half;
-    float partner[kRopeChunk];
-    io::load_values(s.input, src, row + (first_half ? it.first + half : it.first - half), n, partner);
-    load_cos_sin(cos_sin + f0, n, c);
-    load_cos_sin(cos_sin + half + f0, n, sn);
+  if (s.style == RopeStyle::neox) {  // element f (first half) pairs with half + f, both at frequency f
+    if constexpr (kN > 0) {
+      float lo[kN], hi[kN], c[kN], sn[kN];
+      std::uint8_t codes_lo[kN], codes_hi[kN];
+      io::load_values(s.input, src.src, src.row + f0, kN, lo);
+      io::load_values(s.input, src.src, src.row + half + f0, kN, hi);
+      load_cos_sin(cos_sin + f0, kN, c);
+      load_cos_sin(cos_sin + half + f0, kN, sn);
+      KVQ_UNROLL
+      for (int i = 0; i < kN; ++i) {
+        codes_lo[i] = quantize_e4m3(rope_rotate(lo[i], hi[i], c[i], sn[i], true), src.scale);
+        codes_hi[i] = quantize_e4m3(rope_rotate(hi[i], lo[i], c[i], sn[i], false), src.scale);
+      }
+      io::store_bytes(out + f0, codes_lo, kN);
+      io::store_bytes(out + half + f0, codes_hi, kN);
+    } else {
+      for (int f = f0; f < f0 + it.count; ++f) {
+        const float lo = load_value(s.input, src.src, src.row + f);
+        const float hi = load_value(s.input, src.src, src.row + half + f);
+        const float c = cos_sin_at(cos_sin + f), sn = cos_sin_at(cos_sin + half + f);
+        out[f] = quantize_e4m3(rope_rotate(lo, hi, c, sn, true), src.scale);
+        out[half + f] = quantize_e4m3(rope_rotate(hi, lo, c, sn, false), src.scale);
+      }
+    }
+    return;
+  }
+  if constexpr (kN > 0) {  // GPT-J: elements (2j, 2j + 1) at frequency j
+    float x[kN], c[kN / 2], sn[kN / 2];
+    std::uint8_t codes[kN];
+    io::load_values(s.input, src.src, src.row + f0, kN, x);
+    load_cos_sin(cos_sin + f0 / 2, kN / 2, c);
+    load_cos_sin(cos_sin + half + f0 / 2, kN / 2, sn);
     KVQ_UNROLL
-    for (int i = 0; i < n; ++i) codes[i] = quantize_e4m3(rope_rotate(x[i], partner[i], c[i], sn[i], first_half), scale);
+    for (int i = 0; i < kN; ++i)
+      codes[i] = quantize_e4m3(rope_rotate(x[i], x[i ^ 1], c[i / 2], sn[i / 2], (i & 1) == 0), src.scale);
+    io::store_bytes(out + f0, codes, kN);
   } else {
-    const int f0 = it.first / 2;
-    load_cos_sin(cos_sin + f0, n / 2, c);
-    load_cos_sin(cos_sin + half + f0, n / 2, sn);
-    KVQ_UNROLL
-    for (int i = 0; i < n; ++i)
-      codes[i] = quantize_e4m3(rope_rotate(x[i], x[i ^ 1], c[i / 2], sn[i / 2], (i & 1) == 0), scale);
+    for (int e = f0; e < f0 + it.count; e += 2) {
+      const float x0 = load_value(s.input, src.src, src.row + e);
+      const float x1 = load_value(s.input, src.src, src.row + e + 1);
+      const float c = cos_sin_at(cos_sin + e / 2), sn = cos_sin_at(cos_sin + half + e / 2);
+      out[e] = quantize_e4m3(rope_rotate(x0, x1, c, sn, true), src.scale);
+      out[e + 1] = quantize_e4m3(rope_rotate(x1, x0, c, sn, false), src.scale);
+    }
   }
 }
 
@@ -272,15 +326,17 @@ KVQ_HD inline void rope_quantize_chunk(const RopeShape& s, const RopeInputs& in,
 
 // The slot of token i in the paged cache, or false: padding, or an index the kernel cannot honour
 // (validate_indices rejects those on the host; the kernel skips them rather than write out of bounds).
+// page_iter = kv_indptr[b] + positions[i] / page_size, entry = positions[i] % page_size: the divmod of
+// kv_indptr[b] * page_size + positions[i] (positions >= 0), in 32-bit division.
 KVQ_HD inline bool token_slot(const RopeShape& s, const PageTable& t, std::int64_t i, std::int64_t* page,
                               std::int64_t* entry) {
-  const std::int32_t b = t.batch_indices[i];
-  if (b < 0 || b >= s.batch || t.positions[i] < 0) return false;
-  const std::int64_t flat = static_cast<std::int64_t>(t.kv_indptr[b]) * s.page_size + t.positions[i];
-  const std::int64_t page_iter = flat / s.page_size;
-  if (page_iter >= t.kv_indptr[b + 1] || page_iter < 0 || page_iter >= s.num_page_indices) return false;
+  const std::int32_t b = t.batch_indices[i], position = t.positions[i];
+  if (b < 0 || b >= s.batch || position < 0) return false;
+  const std::int32_t start = t.kv_indptr[b];
+  const std::int64_t page_iter = std::int64_t{start} + position / s.page_size;
+  if (start < 0 || page_iter >= t.kv_indptr[b + 1] || page_iter >= s.num_page_indices) return false;
   *page = t.kv_indices[page_iter];
-  *entry = flat % s.page_size;
+  *entry = position % s.page_size;
   return *page >= 0 && *page < s.num_pages;
 }
 
@@ -297,40 +353,55 @@ KVQ_HD inline std::int64_t kv_vector(const RopeShape& s, bool paged, std::int64_
   return (page * s.kv_heads + head) * s.page_size + entry;
 }
 
-// The destination of a K/V item's first byte. MHA K is [rope | nope]; MLA K-rope goes to kpe, K-nope to ckv.
+// Element 0 of a K/V item's output vector (its rope / nope / V part). MHA K is [rope | nope]; MLA
+// K-rope goes to kpe, K-nope to ckv.
 KVQ_HD inline std::uint8_t* kv_destination(const RopeShape& s, const KvBuffers& b, std::int64_t vector,
                                            const RopeItem& it) {
-  if (s.mla()) return it.rope ? b.kpe + vector * s.rope_dim + it.first : b.ckv + vector * s.nope_dim() + it.first;
-  if (it.part == RopePart::v) return b.v + vector * s.head_dim + it.first;
-  return b.k + vector * s.head_dim + (it.rope ? 0 : s.rope_dim) + it.first;
+  if (s.mla()) return it.rope ? b.kpe + vector * s.rope_dim : b.ckv + vector * s.nope_dim();
+  if (it.part == RopePart::v) return b.v + vector * s.head_dim;
+  return b.k + vector * s.head_dim + (it.rope ? 0 : s.rope_dim);
 }
 KVQ_HD inline std::uint8_t* q_destination(const RopeShape& s, const QOutputs& q, std::int64_t token, const RopeItem& it) {
   const int dim = it.rope ? s.rope_dim : s.nope_dim();
-  return (it.rope ? q.q_rope : q.q_nope) + (token * s.q_heads + it.head) * dim + it.first;
+  return (it.rope ? q.q_rope : q.q_nope) + (token * s.q_heads + it.head) * dim;
 }
 
 // One item of the fused kernel, or (paged = false) of the unfused RoPE + quantize kernel.
-template <int kN = 0>
 KVQ_HD inline void rope_item_work(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& out,
                                   const PageTable& t, bool paged, std::int64_t token, const RopeItem& it) {
   if (!token_rotates(s, in, t.batch_indices, token)) return;
   std::int64_t page = token, entry = 0;
   if (paged && !token_slot(s, t, token, &page, &entry)) return;  // padding: no K/V and no Q either
-  std::uint8_t codes[kRopeChunk];
-  rope_quantize_chunk<kN>(s, in, token, it, codes);
   std::uint8_t* dst = it.part == RopePart::q ? q_destination(s, q, token, it)
                                              : kv_destination(s, out, kv_vector(s, paged, page, entry, it.head), it);
-  io::store_bytes(dst, codes, kN > 0 ? kN : it.count);
+  if (it.count == kRopeChunk) {
+    rope_quantize_chunk<kRopeChunk>(s, in, token, it, dst);
+  } else {
+    rope_quantize_chunk<0>(s, in, token, it, dst);
+  }
 }
 
-// Unfused (b): item k (0 <= k < items_per_token, K/V items only) copies its bytes into the cache.
+// count bytes from src to dst: one 16-byte vector on the device when whole and aligned.
+KVQ_HD inline void copy_span(const std::uint8_t* src, std::uint8_t* dst, int count) {
+#if defined(__CUDA_ARCH__)
+  if (count == 16 && io::aligned(src, 16) && io::aligned(dst, 16)) {
+    __stcs(reinterpret_cast<uint4*>(dst), __ldcs(reinterpret_cast<const uint4*>(src)));
+    return;
+  }
+#endif
+  for (int i = 0; i < count; ++i) dst[i] = src[i];
+}
+
+// Unfused (b): item k (0 <= k < items_per_token, K/V items only) copies its bytes into the cache
+// (a NeoX rope item: its two spans).
 KVQ_HD inline void append_item_work(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache,
                                     const PageTable& t, std::int64_t token, const RopeItem& it) {
   std::int64_t page = 0, entry = 0;
   if (it.part == RopePart::q || !token_slot(s, t, token, &page, &entry)) return;
-  std::uint8_t bytes[kRopeChunk];
-  io::load_bytes(kv_destination(s, contiguous, kv_vector(s, false, token, 0, it.head), it), it.count, bytes);
-  io::store_bytes(kv_destination(s, cache, kv_vector(s, true, page, entry, it.head), it), bytes, it.count);
+  const std::uint8_t* src = kv_destination(s, contiguous, kv_vector(s, false, token, 0, it.head), it);
+  std::uint8_t* dst = kv_destination(s, cache, kv_vector(s, true, page, entry, it.head), it);
+  copy_span(src + it.first, dst + it.first, it.count);
+  if (it.rope && s.style == RopeStyle::neox) copy_span(src + s.rope_dim / 2 + it.first, dst + s.rope_dim / 2 + it.first, it.count);
 }
 
 // GPU: device pointers, an opaque cudaStream_t; "" or the CUDA / validation error. The index arrays

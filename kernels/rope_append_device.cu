@@ -1,6 +1,7 @@
 // Fused RoPE + FP8 quantize + paged append, and the unfused pair: one thread per work item (a head's
-// chunk of <= 16 elements), grid-stride; the per-item code is kernels/rope_append.hpp, the same the
-// CPU twins run. Input type and RoPE style are template constants.
+// chunk: 16 elements, or 16 NeoX frequency pairs), grid-stride; the per-item code is
+// kernels/rope_append.hpp, the same the CPU twins run. Input type, RoPE style and the index width
+// are template constants.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -12,37 +13,45 @@ namespace {
 
 constexpr int kThreads = 256;
 
-template <DType T, RopeStyle S, bool kPaged>
+// Work index k = token * items + item: 32-bit arithmetic when the whole range (plus one grid
+// stride) fits, 64-bit otherwise (Index is std::uint32_t or std::int64_t).
+template <DType T, RopeStyle S, bool kPaged, typename Index>
 __global__ void rope_kernel(RopeShape shape, RopeInputs in, QOutputs q, KvBuffers out, PageTable t) {
   RopeShape s = shape;
   s.input = T;
   s.style = S;
-  const int items = items_per_token(s);
-  const std::int64_t total = s.tokens * items;
-  for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
-       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t token = k / items;
-    const RopeItem it = rope_item(s, static_cast<int>(k % items));
-    if (it.count == kRopeChunk) {
-      rope_item_work<kRopeChunk>(s, in, q, out, t, kPaged, token, it);
-    } else {
-      rope_item_work<0>(s, in, q, out, t, kPaged, token, it);
-    }
+  const Index items = static_cast<Index>(items_per_token(s));
+  const Index total = static_cast<Index>(s.tokens) * items;
+  for (Index k = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; k < total;
+       k += static_cast<Index>(gridDim.x) * blockDim.x) {
+    const Index token = k / items;
+    rope_item_work(s, in, q, out, t, kPaged, static_cast<std::int64_t>(token),
+                   rope_item(s, static_cast<int>(k - token * items)));
   }
 }
 
 // K/V items only: item q_items + (k mod kv_items) of token k / kv_items.
-__global__ void append_kernel(RopeShape s, KvBuffers contiguous, KvBuffers cache, PageTable t) {
-  const int q_items = s.q_heads * head_chunks(s), kv_items = items_per_token(s) - q_items;
-  const std::int64_t total = s.tokens * kv_items;
-  for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
-       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    append_item_work(s, contiguous, cache, t, k / kv_items, rope_item(s, q_items + static_cast<int>(k % kv_items)));
+template <RopeStyle S, typename Index>
+__global__ void append_kernel(RopeShape shape, KvBuffers contiguous, KvBuffers cache, PageTable t) {
+  RopeShape s = shape;
+  s.style = S;
+  const int q_items = s.q_heads * head_chunks(s);
+  const Index kv_items = static_cast<Index>(items_per_token(s) - q_items);
+  const Index total = static_cast<Index>(s.tokens) * kv_items;
+  for (Index k = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; k < total;
+       k += static_cast<Index>(gridDim.x) * blockDim.x) {
+    const Index token = k / kv_items;
+    append_item_work(s, contiguous, cache, t, static_cast<std::int64_t>(token),
+                     rope_item(s, q_items + static_cast<int>(k - token * kv_items)));
+  }
 }
 
+constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 20;
 int grid_for(std::int64_t work) {
-  return static_cast<int>(std::clamp<std::int64_t>((work + kThreads - 1) / kThreads, 1, std::int64_t{1} << 20));
+  return static_cast<int>(std::clamp<std::int64_t>((work + kThreads - 1) / kThreads, 1, kMaxBlocks));
 }
+// 32-bit work indices: the range plus one grid stride stays below 2^32.
+bool index32(std::int64_t work) { return work < (std::int64_t{1} << 31); }
 
 std::string launched() {
   const cudaError_t e = cudaGetLastError();
@@ -56,11 +65,18 @@ std::string launch_rope(const RopeShape& s, const RopeInputs& in, const QOutputs
   if (work == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   const int grid = grid_for(work);
+  auto with_index = [&]<DType T, RopeStyle S>() {
+    if (index32(work)) {
+      rope_kernel<T, S, kPaged, std::uint32_t><<<grid, kThreads, 0, st>>>(s, in, q, out, t);
+    } else {
+      rope_kernel<T, S, kPaged, std::int64_t><<<grid, kThreads, 0, st>>>(s, in, q, out, t);
+    }
+  };
   auto with_style = [&]<DType T>() {
     if (s.style == RopeStyle::neox) {
-      rope_kernel<T, RopeStyle::neox, kPaged><<<grid, kThreads, 0, st>>>(s, in, q, out, t);
+      with_index.template operator()<T, RopeStyle::neox>();
     } else {
-      rope_kernel<T, RopeStyle::gptj, kPaged><<<grid, kThreads, 0, st>>>(s, in, q, out, t);
+      with_index.template operator()<T, RopeStyle::gptj>();
     }
   };
   switch (s.input) {
@@ -102,7 +118,19 @@ std::string append_paged(const RopeShape& s, const KvBuffers& contiguous, const 
   if (e.empty()) e = validate_table(s, t);
   const std::int64_t work = s.tokens * (items_per_token(s) - s.q_heads * head_chunks(s));
   if (!e.empty() || work == 0) return e;
-  append_kernel<<<grid_for(work), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, contiguous, cache, t);
+  const auto st = static_cast<cudaStream_t>(stream);
+  auto with_index = [&]<RopeStyle S>() {
+    if (index32(work)) {
+      append_kernel<S, std::uint32_t><<<grid_for(work), kThreads, 0, st>>>(s, contiguous, cache, t);
+    } else {
+      append_kernel<S, std::int64_t><<<grid_for(work), kThreads, 0, st>>>(s, contiguous, cache, t);
+    }
+  };
+  if (s.style == RopeStyle::neox) {
+    with_index.template operator()<RopeStyle::neox>();
+  } else {
+    with_index.template operator()<RopeStyle::gptj>();
+  }
   return launched();
 }
 
