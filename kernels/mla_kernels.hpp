@@ -66,6 +66,9 @@ KVQ_HD inline void store_u32(std::uint8_t* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
 }
 KVQ_HD inline std::uint32_t load_u32(const std::uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  if (io::aligned(p, 4)) return *reinterpret_cast<const std::uint32_t*>(p);  // one load (little-endian)
+#endif
   return p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
 }
 KVQ_HD inline std::uint16_t load_u16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
