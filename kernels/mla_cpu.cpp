@@ -1,4 +1,4 @@
-// CPU twins of the MLA and prefill-workspace kernels: validation, then the same per-piece code
+// CPU twins of the MLA and prefill-workspace kernels: validation, then the same per-chunk code
 // the kernels run (kernels/mla_kernels.hpp).
 #include <cmath>
 #include <sstream>
@@ -62,8 +62,8 @@ std::string mla_requantize_576_to_656_cpu(std::int64_t num_blocks, std::int64_t 
   if (auto e = validate_requantize(num_blocks, block_size, k_scale); !e.empty()) return e;
   const MlaCacheShape c{MlaLayoutId::fp8_nope_fp8_rope, num_blocks, block_size};
   for (std::int64_t s = 0; s < c.slots(); ++s)
-    for (int piece = 0; piece < kRequantPieces; ++piece)
-      requantize_576_to_656_piece(block_size, src, k_scale, mode, dst, s, piece);
+    for (int chunk = 0; chunk < kRequantChunks; ++chunk)
+      requantize_576_to_656_chunk(block_size, src, k_scale, mode, dst, s, chunk);
   return {};
 }
 
@@ -81,9 +81,7 @@ std::string mla_quantize_cpu(const MlaCacheShape& c, const std::uint16_t* x, con
   if (auto e = validate_quantize(c, num_tokens); !e.empty()) return e;
   if (auto e = validate_slots(c, slot_mapping, num_tokens); !e.empty()) return e;
   for (std::int64_t i = 0; i < num_tokens; ++i)
-    if (slot_mapping[i] >= 0)
-      for (int piece = 0; piece < mla_quantize_pieces(c.desc()); ++piece)
-        mla_quantize_piece(c, x, i, cache, slot_mapping[i], piece);
+    if (slot_mapping[i] >= 0) mla_quantize_token(c, x, i, cache, slot_mapping[i]);
   return {};
 }
 
@@ -96,8 +94,8 @@ std::string validate_dequantize(const MlaCacheShape& c, float k_scale) {
 std::string mla_dequantize_cpu(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output, void* y) {
   if (auto e = validate_dequantize(c, k_scale); !e.empty()) return e;
   for (std::int64_t s = 0; s < c.slots(); ++s)
-    for (int piece = 0; piece < mla_dequantize_pieces(c.desc()); ++piece)
-      mla_dequantize_piece(c, cache, k_scale, output, y, s, piece);
+    for (int span = 0; span < mla_dequantize_spans(c.desc()); ++span)
+      mla_dequantize_span(c, cache, k_scale, output, y, s, span);
   return {};
 }
 

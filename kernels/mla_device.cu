@@ -1,5 +1,6 @@
-// MLA and prefill-workspace kernels: one thread per piece (kernels/mla_kernels.hpp, the same
-// code the CPU twins run), grid-stride.
+// MLA and prefill-workspace kernels (kernels/mla_kernels.hpp, the same per-chunk code the CPU
+// twins run), grid-stride: a thread per 16-byte output chunk (requantize) or 8-dim span
+// (dequantize), a warp per token (quantize), a CTA per page side (workspace).
 #include <cuda_runtime.h>
 
 #include "kernels/mla_kernels.hpp"
@@ -27,34 +28,60 @@ __device__ inline std::int64_t item_stride() { return static_cast<std::int64_t>(
 
 __global__ void requantize_576_to_656_kernel(std::int64_t slots, std::int64_t block_size, const std::uint8_t* src,
                                              float k_scale, KScale mode, std::uint8_t* dst) {
-  for (std::int64_t k = first_item(); k < slots * kRequantPieces; k += item_stride())
-    requantize_576_to_656_piece(block_size, src, k_scale, mode, dst, k / kRequantPieces, static_cast<int>(k % kRequantPieces));
+  for (std::int64_t k = first_item(); k < slots * kRequantChunks; k += item_stride())
+    requantize_576_to_656_chunk(block_size, src, k_scale, mode, dst, k / kRequantChunks, static_cast<int>(k % kRequantChunks));
 }
 
+// A warp per token: lane j loads nope chunk j (16 dims) and its partial max, the lanes of a
+// tile combine theirs by xor shuffles (tile / 16 lanes, aligned groups), each lane encodes its
+// chunk, lane 0 gathers the tile scale codes and writes the scale record, lanes 0..7 copy the rope.
 template <MlaLayoutId L>
 __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const std::int64_t* slot_mapping,
                                 std::int64_t num_tokens, std::uint8_t* cache) {
   c.layout = L;  // the layout a constant: offsets fold at compile time
-  constexpr int pieces = mla_quantize_pieces(mla_layout(L));
-  for (std::int64_t k = first_item(); k < num_tokens * pieces; k += item_stride()) {
-    const std::int64_t row = k / pieces, slot = slot_mapping[row];
-    if (slot >= 0 && slot < c.slots()) mla_quantize_piece(c, x, row, cache, slot, static_cast<int>(k % pieces));
+  constexpr MlaLayout l = mla_layout(L);
+  constexpr int per_tile = l.tile / kQuantChunk;
+  static_assert(mla_nope_chunks(l) <= 32 && mla_rope_chunks(l) <= 32 && 32 % per_tile == 0);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t warps = item_stride() / 32;
+  for (std::int64_t row = first_item() / 32; row < num_tokens; row += warps) {
+    const std::int64_t slot = slot_mapping[row];
+    if (slot < 0 || slot >= c.slots()) continue;  // the whole warp skips the token
+    const bool nope = lane < mla_nope_chunks(l);
+    float values[kQuantChunk];
+    float bmax = nope ? mla_load_nope_chunk(l, x, row, lane, values) : 0.0f;
+    KVQ_UNROLL
+    for (int offset = per_tile / 2; offset > 0; offset /= 2)
+      bmax = mla_amax_combine(__shfl_xor_sync(0xffffffffu, bmax, offset), bmax);
+    const std::uint8_t code = mla_tile_scale_code(mla_tile_recipe(l), bmax);
+    if (nope) mla_store_nope_chunk(c, values, code, cache, slot, lane);
+    std::uint8_t codes[kMlaMaxTiles];
+    KVQ_UNROLL
+    for (int t = 0; t < l.tiles(); ++t)
+      codes[t] = static_cast<std::uint8_t>(__shfl_sync(0xffffffffu, static_cast<unsigned>(code), t * per_tile));
+    if (lane == 0) mla_store_tile_scales(c, codes, cache, slot);
+    if (lane < mla_rope_chunks(l)) mla_copy_rope_chunk(c, x, row, cache, slot, lane);
   }
 }
 
 template <MlaLayoutId L>
 __global__ void dequantize_kernel(MlaCacheShape c, const std::uint8_t* cache, float k_scale, DType output, void* y) {
   c.layout = L;
-  constexpr int pieces = mla_dequantize_pieces(mla_layout(L));
-  for (std::int64_t k = first_item(); k < c.slots() * pieces; k += item_stride())
-    mla_dequantize_piece(c, cache, k_scale, output, y, k / pieces, static_cast<int>(k % pieces));
+  constexpr int spans = mla_dequantize_spans(mla_layout(L));
+  for (std::int64_t k = first_item(); k < c.slots() * spans; k += item_stride())
+    mla_dequantize_span(c, cache, k_scale, output, y, k / spans, static_cast<int>(k % spans));
 }
 
+// Blocks of CTAs walk the page sides, the threads of a CTA the 16-element blocks of one side
+// (contiguous 8-byte loads, 16-byte stores).
 __global__ void workspace_kernel(WorkspaceBatch w, const std::uint8_t* cache, const std::int32_t* block_tables,
                                  const std::int32_t* cu_seq_lens, float factor_k, float factor_v, std::uint8_t* k_out,
                                  std::uint8_t* v_out) {
-  for (std::int64_t k = first_item(); k < w.items(); k += item_stride())
-    nvfp4_page_to_workspace_item(w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out, k);
+  w.recipe.element = FormatId::e2m1;  // what validate() admits, as constants: requantize_e4m3 folds
+  w.recipe.scale = BlockScale::e4m3_two_level;
+  for (std::int64_t side = blockIdx.x; side < w.page_sides(); side += gridDim.x)
+    for (std::int64_t i = threadIdx.x; i < w.page_items(); i += blockDim.x)
+      nvfp4_page_side_to_workspace(w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out, side, i);
 }
 
 }  // namespace
@@ -66,7 +93,7 @@ std::string mla_requantize_576_to_656(std::int64_t num_blocks, std::int64_t bloc
   if (auto e = validate_requantize(num_blocks, block_size, k_scale); !e.empty()) return e;
   const std::int64_t slots = num_blocks * block_size;
   if (slots == 0) return {};
-  requantize_576_to_656_kernel<<<grid_of(slots * kRequantPieces), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  requantize_576_to_656_kernel<<<grid_of(slots * kRequantChunks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       slots, block_size, src, k_scale, mode, dst);
   return launched();
 }
@@ -76,7 +103,7 @@ std::string mla_quantize(const MlaCacheShape& c, const std::uint16_t* x, const s
   if (auto e = validate_quantize(c, num_tokens); !e.empty()) return e;
   if (num_tokens == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
-  const int grid = grid_of(num_tokens * mla_quantize_pieces(c.desc()));
+  const int grid = grid_of(num_tokens * 32);  // a warp a token
   if (c.layout == MlaLayoutId::fp8_nope_block_scale_bf16_rope)
     quantize_kernel<MlaLayoutId::fp8_nope_block_scale_bf16_rope><<<grid, kThreads, 0, st>>>(c, x, slot_mapping, num_tokens, cache);
   else
@@ -89,7 +116,7 @@ std::string mla_dequantize(const MlaCacheShape& c, const std::uint8_t* cache, fl
   if (auto e = validate_dequantize(c, k_scale); !e.empty()) return e;
   if (c.slots() == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
-  const int grid = grid_of(c.slots() * mla_dequantize_pieces(c.desc()));
+  const int grid = grid_of(c.slots() * mla_dequantize_spans(c.desc()));
   switch (c.layout) {
     case MlaLayoutId::bf16: dequantize_kernel<MlaLayoutId::bf16><<<grid, kThreads, 0, st>>>(c, cache, k_scale, output, y); break;
     case MlaLayoutId::fp8_nope_fp8_rope:
@@ -110,7 +137,7 @@ std::string nvfp4_paged_to_workspace(const WorkspaceBatch& w, const std::uint8_t
                                      std::uint8_t* k_out, std::uint8_t* v_out, void* stream) {
   if (auto e = validate(w, factor_k, factor_v); !e.empty()) return e;
   if (w.items() == 0) return {};
-  workspace_kernel<<<grid_of(w.items()), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  workspace_kernel<<<grid_of(w.page_sides() * kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out);
   return launched();
 }

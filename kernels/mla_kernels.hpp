@@ -1,6 +1,6 @@
 // MLA KV-cache kernels (S5) and the NVFP4 paged cache -> E4M3 prefill workspace (S1), with
-// their CPU twins. Contracts: docs/layouts.md. The per-piece code below is the whole work of
-// both the twin and the kernel (one GPU thread per piece).
+// their CPU twins. Contracts: docs/layouts.md. The per-chunk code below is the whole work of
+// both the twin and the kernel (a GPU thread per 16-byte chunk; quantize: a warp per token).
 //
 // 1. requantize FP8_NOPE_FP8_ROPE (576 B) -> FP8_NOPE_WITH_BLOCK_SCALE_BF16_ROPE (656 B) over a
 //    whole paged cache; the per-tensor k_scale folded into the tile scales, or dropped (the bug).
@@ -9,6 +9,7 @@
 //    cu_seq_lens.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -26,8 +27,16 @@ struct MlaCacheShape {
   KVQ_HD constexpr MlaLayout desc() const { return mla_layout(layout); }
   KVQ_HD constexpr std::int64_t slots() const { return num_blocks * block_size; }
   KVQ_HD constexpr std::int64_t bytes() const { return num_blocks * desc().block_bytes(block_size); }
+  // A layout without tail records or block padding keeps token s at s * record bytes (the same
+  // offset, without a division); MODEL1 splits the slot, in 32 bits where it fits.
   KVQ_HD constexpr std::int64_t part(std::int64_t slot, MlaPart p) const {
-    return desc().part_offset(block_size, slot / block_size, slot % block_size, p);
+    const MlaLayout l = desc();
+    if (l.tail_segments == 0 && l.block_align == 1) return slot * l.record_bytes() + l.offset_of(p);
+    if (((slot | block_size) >> 31) == 0) {
+      const auto s = static_cast<std::uint32_t>(slot), T = static_cast<std::uint32_t>(block_size);
+      return l.part_offset(block_size, s / T, s % T, p);
+    }
+    return l.part_offset(block_size, slot / block_size, slot % block_size, p);
   }
 };
 
@@ -57,112 +66,210 @@ KVQ_HD inline void store_u32(std::uint8_t* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
 }
 KVQ_HD inline std::uint32_t load_u32(const std::uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  if (io::aligned(p, 4)) return *reinterpret_cast<const std::uint32_t*>(p);  // one load (little-endian)
+#endif
   return p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
 }
 KVQ_HD inline std::uint16_t load_u16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 KVQ_HD inline float canonical(float v) { return v != v ? float_from_bits(0x7fc00000u) : v; }
+// FP64 -> BF16, RNE, IEEE overflow, rounded ONCE: to FP32 rounding to odd (toward zero, the last
+// bit set when inexact), then RNE to BF16 (formats/fast_paths.hpp's E4M3 path does the same).
+// FP32's 24 bits cover BF16's 8 plus a rounding and a sticky bit over BF16's whole range,
+// subnormals included; past FP32 max the odd FLT_MAX rounds to inf. x is never NaN here.
+KVQ_HD inline std::uint16_t bf16_rne_from_double(double x) {
+#if defined(__CUDA_ARCH__)
+  float f = __double2float_rz(x);
+#else
+  float f = static_cast<float>(x);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
+#endif
+  if (static_cast<double>(f) != x) f = float_from_bits(bits_of(f) | 1u);
+  return bf16_rne_fast(f);
+}
 // The FP32 value of a stored tile scale (656: FP32 bits; MODEL1: an E8M0 byte, 0xFF = NaN).
 KVQ_HD inline float tile_scale(const MlaLayout& l, const std::uint8_t* p) {
-  if (l.find(MlaPart::tile_scales)->format == FormatId::fp32) return float_from_bits(load_u32(p));
+  if (l.segment(MlaPart::tile_scales).format == FormatId::fp32) return float_from_bits(load_u32(p));
   return p[0] == 0xFF ? float_from_bits(0x7fc00000u) : pow2_float(static_cast<int>(p[0]) - 127);
 }
 
 }  // namespace mla_detail
 
-// 1. One piece of slot s: piece < 4 copies nope tile `piece` and writes its FP32 tile scale;
-// piece 4 widens the rope. `fold` keeps the nope values exactly and rounds the rope once: the
-// exact e4m3 * k_scale (FP64, exact) to BF16.
-inline constexpr int kRequantPieces = kMlaFp8NopeBlockScaleBf16Rope.tiles() + 1;
-KVQ_HD inline void requantize_576_to_656_piece(std::int64_t block_size, const std::uint8_t* src, float k_scale,
-                                               KScale mode, std::uint8_t* dst, std::int64_t slot, int piece) {
+// 1. One 16-byte chunk of slot s's 656-byte record, the record's bytes in order (41 chunks a
+// token, so a warp writes contiguous bytes): chunks 0..31 copy 16 nope bytes, chunk 32 writes the
+// four FP32 tile scales, chunks 33..40 widen 8 rope codes each to BF16. `fold` keeps the nope
+// values exactly and rounds the rope once: the exact e4m3 * k_scale (FP64, exact) to BF16.
+inline constexpr int kRequantChunkBytes = 16;
+inline constexpr int kRequantChunks = kMlaFp8NopeBlockScaleBf16Rope.token_bytes() / kRequantChunkBytes;
+static_assert(kRequantChunks * kRequantChunkBytes == kMlaFp8NopeBlockScaleBf16Rope.token_bytes());
+KVQ_HD inline void requantize_576_to_656_chunk(std::int64_t block_size, const std::uint8_t* src, float k_scale,
+                                               KScale mode, std::uint8_t* dst, std::int64_t slot, int chunk) {
   using namespace mla_detail;
+  constexpr int n = kRequantChunkBytes;
+  constexpr MlaLayout out_layout = kMlaFp8NopeBlockScaleBf16Rope;
+  constexpr int scale_chunk = out_layout.offset_of(MlaPart::tile_scales) / n, rope_chunk = out_layout.offset_of(MlaPart::rope) / n;
+  static_assert(scale_chunk * n == out_layout.offset_of(MlaPart::tile_scales) && rope_chunk == scale_chunk + 1 &&
+                out_layout.tiles() * 4 == n);
   const MlaCacheShape in{MlaLayoutId::fp8_nope_fp8_rope, 0, block_size};
   const MlaCacheShape out{MlaLayoutId::fp8_nope_block_scale_bf16_rope, 0, block_size};
-  const int tile = out.desc().tile;
-  if (piece < out.desc().tiles()) {
-    std::uint8_t codes[kMaxRecipeBlock];
-    io::load_bytes(src + in.part(slot, MlaPart::nope) + piece * tile, tile, codes);
-    io::store_bytes(dst + out.part(slot, MlaPart::nope) + piece * tile, codes, tile);
-    store_u32(dst + out.part(slot, MlaPart::tile_scales) + 4 * piece, bits_of(mode == KScale::fold ? k_scale : 1.0f));
-    return;
+  std::uint8_t bytes[n];
+  if (chunk < scale_chunk) {
+    io::load_bytes(src + in.part(slot, MlaPart::nope) + n * chunk, n, bytes);
+  } else if (chunk == scale_chunk) {
+    KVQ_UNROLL
+    for (int t = 0; t < out_layout.tiles(); ++t) store_u32(bytes + 4 * t, bits_of(mode == KScale::fold ? k_scale : 1.0f));
+  } else {
+    constexpr int dims = n / 2;  // BF16 rope values a chunk
+    const int first = (chunk - rope_chunk) * dims;
+    std::uint8_t codes[dims];
+    io::load_bytes(src + in.part(slot, MlaPart::rope) + first, dims, codes);
+    KVQ_UNROLL
+    for (int i = 0; i < dims; ++i) {
+      const float v = e4m3_value_fast(codes[i]);
+      std::uint16_t r = kBf16Nan;
+      if (v == v) r = mode == KScale::drop ? bf16_rne_fast(v)  // exact: every E4M3 value is a BF16 value
+                                           : bf16_rne_from_double(static_cast<double>(v) * k_scale);
+      bytes[2 * i] = static_cast<std::uint8_t>(r);
+      bytes[2 * i + 1] = static_cast<std::uint8_t>(r >> 8);
+    }
   }
-  std::uint8_t codes[kRopeDims];
-  std::uint16_t rope[kRopeDims];
-  io::load_bytes(src + in.part(slot, MlaPart::rope), kRopeDims, codes);
+  io::store_bytes(dst + out.part(slot, MlaPart::nope) + n * chunk, bytes, n);
+}
+
+// 2. Quantize token `row` of x (BF16 [tokens, dims]) into its slot, in 16-byte chunks of the
+// record: nope chunk j (16 dims, tile j / (tile / 16)) and rope chunk j (8 BF16 dims, copied).
+// A tile's scale needs the max over its chunks: each chunk gives its partial max (NaN ignored),
+// the partials of a tile combine by max (the order does not matter: no NaN, no -0 among them),
+// the tile's E8M0 code comes from the combined max (mla_tile_scale_code, quantize_block's rule
+// for the tile recipe), then each chunk encodes its values. The twin combines in a loop
+// (mla_quantize_token), the kernel by warp shuffles; the stored bytes are the same.
+inline constexpr int kQuantChunk = 16;  // nope dims a chunk (16 E4M3 bytes out)
+inline constexpr int kRopeChunk = 8;    // rope dims a chunk (16 BF16 bytes in and out)
+KVQ_HD constexpr int mla_nope_chunks(const MlaLayout& l) { return l.nope_dims() / kQuantChunk; }
+KVQ_HD constexpr int mla_rope_chunks(const MlaLayout& l) { return l.rope_dims() / kRopeChunk; }
+inline constexpr int kMlaMaxTiles = 8;
+static_assert(kMlaFp8NopeBlockScaleBf16Rope.tiles() <= kMlaMaxTiles && kMlaModel1Fp8Sparse.tiles() <= kMlaMaxTiles);
+static_assert(kMlaFp8NopeBlockScaleBf16Rope.tile % kQuantChunk == 0 && kMlaModel1Fp8Sparse.tile % kQuantChunk == 0);
+
+KVQ_HD inline float mla_amax_combine(float a, float b) { return a > b ? a : b; }  // fmaxf on non-NaN magnitudes
+
+// Loads nope chunk j of token `row` and returns its max |x| (NaN ignored, as quantize_block).
+KVQ_HD inline float mla_load_nope_chunk(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
+                                        float* values) {
+  io::load_values(DType::bf16, x, row * l.dims() + j * kQuantChunk, kQuantChunk, values);
+  float bmax = 0.0f;
   KVQ_UNROLL
-  for (int i = 0; i < kRopeDims; ++i) {
-    const float v = e4m3_value_fast(codes[i]);
-    if (v != v) {
-      rope[i] = kBf16Nan;
-    } else if (mode == KScale::drop) {
-      rope[i] = bf16_rne_fast(v);  // exact: every E4M3 value is a BF16 value
-    } else {
-      rope[i] = static_cast<std::uint16_t>(encode_double(kBF16, Conversion{}, static_cast<double>(v) * k_scale));
-    }
-  }
-  io::store_bytes(dst + out.part(slot, MlaPart::rope), reinterpret_cast<const std::uint8_t*>(rope), 2 * kRopeDims);
+  for (int i = 0; i < kQuantChunk; ++i) bmax = mla_amax_combine(recipe_detail::magnitude(values[i]), bmax);
+  return bmax;
 }
 
-// 2. Quantize one piece of token `row` of x (BF16 [tokens, dims]) into its slot: piece < tiles
-// quantizes nope tile `piece` (quantize_block, the tile recipe) and writes its scale; piece ==
-// tiles copies the BF16 rope (and zeroes MODEL1's pad byte).
-KVQ_HD constexpr int mla_quantize_pieces(const MlaLayout& l) { return l.tiles() + 1; }
-KVQ_HD inline void mla_quantize_piece(const MlaCacheShape& c, const std::uint16_t* x, std::int64_t row,
-                                      std::uint8_t* cache, std::int64_t slot, int piece) {
-  using namespace mla_detail;
-  const MlaLayout l = c.desc();
-  const std::int64_t first = row * l.dims();
-  if (piece < l.tiles()) {
-    float values[kMaxRecipeBlock];
-    std::uint8_t codes[kMaxRecipeBlock];
-    io::load_values(DType::bf16, x, first + piece * l.tile, l.tile, values);
-    const std::uint8_t e8m0 = quantize_block(mla_tile_recipe(l), 1.0f, values, l.tile, codes);
-    io::store_bytes(cache + c.part(slot, MlaPart::nope) + piece * l.tile, codes, l.tile);
-    std::uint8_t* scale = cache + c.part(slot, MlaPart::tile_scales);
-    if (l.find(MlaPart::tile_scales)->format == FormatId::fp32) {  // the E8M0 byte's value as FP32 (NaN for 0xFF)
-      store_u32(scale + 4 * piece, e8m0 == 0xFF ? 0x7fc00000u : bits_of(pow2_float(static_cast<int>(e8m0) - 127)));
-    } else {
-      scale[piece] = e8m0;
-    }
-    return;
-  }
-  std::uint8_t rope[2 * kRopeDims];
-  io::load_bytes(reinterpret_cast<const std::uint8_t*>(x + first + l.nope_dims()), 2 * kRopeDims, rope);
-  io::store_bytes(cache + c.part(slot, MlaPart::rope), rope, 2 * kRopeDims);
-  if (l.find(MlaPart::pad)) cache[c.part(slot, MlaPart::pad)] = 0;
+// The tile's E8M0 scale code from its max: quantize_block's e8m0_pow2 branch for a ratio-floor
+// rule (NaN elements do not poison it; an inf max gives 0xFF).
+KVQ_HD inline std::uint8_t mla_tile_scale_code(const Recipe& r, float bmax) {
+  if (bmax > 3.4028235e38f) return 0xFF;
+  int e = pow2_exponent(r, bmax);
+  e = e < -127 ? -127 : (e > 127 ? 127 : e);
+  return static_cast<std::uint8_t>(e + 127);
 }
 
-// The FP32 value of dim `d` of slot s (NaN canonical): BF16 widened; 576: e4m3 * k_scale (one
-// FP32 multiply); tiled layouts: e4m3 * tile scale (exact: a power of two, or k_scale after a
-// 576 -> 656 fold); rope BF16 widened. k_scale is used by the 576 layout only.
-KVQ_HD inline float mla_dequantize_element(const MlaCacheShape& c, const std::uint8_t* cache, std::int64_t slot, int d,
-                                           float k_scale) {
+// Encodes nope chunk j under its tile's scale code and stores its 16 codes.
+KVQ_HD inline void mla_store_nope_chunk(const MlaCacheShape& c, const float* values, std::uint8_t scale_code,
+                                        std::uint8_t* cache, std::int64_t slot, int j) {
+  const Recipe r = mla_tile_recipe(c.desc());
+  const float down = pow2_float(127 - static_cast<int>(scale_code));  // 2^-e, exact scaling
+  std::uint8_t codes[kQuantChunk];
+  KVQ_UNROLL
+  for (int i = 0; i < kQuantChunk; ++i)
+    codes[i] = encode_element(r, scale_code == 0xFF ? float_from_bits(0x7fc00000u) : values[i] * down);
+  io::store_bytes(cache + c.part(slot, MlaPart::nope) + j * kQuantChunk, codes, kQuantChunk);
+}
+
+// Writes the tile scales (656: FP32 2^e, NaN for 0xFF; MODEL1: the E8M0 bytes and the pad byte 0).
+KVQ_HD inline void mla_store_tile_scales(const MlaCacheShape& c, const std::uint8_t* scale_codes, std::uint8_t* cache,
+                                         std::int64_t slot) {
   using namespace mla_detail;
   const MlaLayout l = c.desc();
+  const MlaSegment scales = l.segment(MlaPart::tile_scales);
+  std::uint8_t bytes[16] = {};  // scales, then the pad bytes (0) that follow them
+  KVQ_UNROLL
+  for (int t = 0; t < kMlaMaxTiles; ++t) {
+    if (t >= l.tiles()) break;
+    const std::uint8_t e8m0 = scale_codes[t];
+    if (scales.format == FormatId::fp32)
+      store_u32(bytes + 4 * t, e8m0 == 0xFF ? 0x7fc00000u : bits_of(pow2_float(static_cast<int>(e8m0) - 127)));
+    else
+      bytes[t] = e8m0;
+  }
+  io::store_bytes(cache + c.part(slot, MlaPart::tile_scales), bytes, scales.bytes() + l.segment(MlaPart::pad).bytes());
+}
+static_assert(kMlaModel1Fp8Sparse.offset_of(MlaPart::pad) == kMlaModel1Fp8Sparse.offset_of(MlaPart::tile_scales) + 7 &&
+              kMlaFp8NopeBlockScaleBf16Rope.segment(MlaPart::tile_scales).bytes() == 16);
+
+// Copies rope chunk j (8 BF16 values, bit for bit).
+KVQ_HD inline void mla_copy_rope_chunk(const MlaCacheShape& c, const std::uint16_t* x, std::int64_t row,
+                                       std::uint8_t* cache, std::int64_t slot, int j) {
+  const MlaLayout l = c.desc();
+  std::uint8_t rope[2 * kRopeChunk];
+  io::load_bytes(reinterpret_cast<const std::uint8_t*>(x + row * l.dims() + l.nope_dims() + j * kRopeChunk), 2 * kRopeChunk, rope);
+  io::store_bytes(cache + c.part(slot, MlaPart::rope) + 2 * j * kRopeChunk, rope, 2 * kRopeChunk);
+}
+
+// The whole token, chunk by chunk (the twin, and the expected bytes of the bad-slot property).
+KVQ_HD inline void mla_quantize_token(const MlaCacheShape& c, const std::uint16_t* x, std::int64_t row,
+                                      std::uint8_t* cache, std::int64_t slot) {
+  const MlaLayout l = c.desc();
+  const int per_tile = l.tile / kQuantChunk;
+  float tile_max[kMlaMaxTiles] = {};
+  std::uint8_t scale_codes[kMlaMaxTiles];
+  float values[kQuantChunk];
+  for (int j = 0; j < mla_nope_chunks(l); ++j)
+    tile_max[j / per_tile] = mla_amax_combine(mla_load_nope_chunk(l, x, row, j, values), tile_max[j / per_tile]);
+  for (int t = 0; t < l.tiles(); ++t) scale_codes[t] = mla_tile_scale_code(mla_tile_recipe(l), tile_max[t]);
+  for (int j = 0; j < mla_nope_chunks(l); ++j) {
+    mla_load_nope_chunk(l, x, row, j, values);
+    mla_store_nope_chunk(c, values, scale_codes[j / per_tile], cache, slot, j);
+  }
+  mla_store_tile_scales(c, scale_codes, cache, slot);
+  for (int j = 0; j < mla_rope_chunks(l); ++j) mla_copy_rope_chunk(c, x, row, cache, slot, j);
+}
+
+// Dequantize one span: 8 dims of slot s, all in one part and one tile (16 bytes of BF16/FP16
+// output; the part's bytes and the tile scale read once). The FP32 value of a dim (NaN canonical):
+// BF16 widened; 576: e4m3 * k_scale (one FP32 multiply); tiled layouts: e4m3 * tile scale (exact:
+// a power of two, or k_scale after a 576 -> 656 fold). k_scale is used by the 576 layout only.
+inline constexpr int kDequantSpan = 8;
+KVQ_HD constexpr int mla_dequantize_spans(const MlaLayout& l) { return l.dims() / kDequantSpan; }
+KVQ_HD inline void mla_dequantize_span(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output,
+                                       void* y, std::int64_t slot, int span) {
+  using namespace mla_detail;
+  constexpr int n = kDequantSpan;
+  const MlaLayout l = c.desc();
+  const int d = span * n;
   const bool rope = d >= l.nope_dims();
   const MlaPart part = rope ? MlaPart::rope : MlaPart::nope;
-  const FormatId f = l.find(part)->format;
-  const std::uint8_t* p = cache + c.part(slot, part) + static_cast<std::int64_t>(rope ? d - l.nope_dims() : d) *
-                                                          (format_of(f).bits() / 8);
-  if (f == FormatId::bf16) return canonical(float_from_bits(std::uint32_t{load_u16(p)} << 16));
-  const float v = e4m3_value_fast(p[0]);
-  if (l.tile == 0) return canonical(v * k_scale);
-  const int tile = d / l.tile;
-  const std::uint8_t* scales = cache + c.part(slot, MlaPart::tile_scales);
-  return canonical(v * mla_detail::tile_scale(l, scales + tile * (format_of(l.find(MlaPart::tile_scales)->format).bits() / 8)));
+  const FormatId f = l.segment(part).format;
+  const std::uint8_t* p = cache + c.part(slot, part) + (rope ? d - l.nope_dims() : d) * (format_of(f).bits() / 8);
+  float values[n];
+  if (f == FormatId::bf16) {
+    std::uint8_t raw[2 * n];
+    io::load_bytes(p, 2 * n, raw);
+    KVQ_UNROLL
+    for (int i = 0; i < n; ++i) values[i] = canonical(float_from_bits(std::uint32_t{load_u16(raw + 2 * i)} << 16));
+  } else {
+    std::uint8_t codes[n];
+    io::load_bytes(p, n, codes);
+    float scale = k_scale;
+    if (l.tile != 0) {
+      const int scale_bytes = format_of(l.segment(MlaPart::tile_scales).format).bits() / 8;
+      scale = tile_scale(l, cache + c.part(slot, MlaPart::tile_scales) + (d / l.tile) * scale_bytes);
+    }
+    KVQ_UNROLL
+    for (int i = 0; i < n; ++i) values[i] = canonical(e4m3_value_fast(codes[i]) * scale);
+  }
+  io::store_values(output, y, slot * l.dims() + d, n, values);
 }
-
-// Dequantize pieces: 64 dims each.
-inline constexpr int kDequantChunk = 64;
-KVQ_HD constexpr int mla_dequantize_pieces(const MlaLayout& l) { return l.dims() / kDequantChunk; }
-KVQ_HD inline void mla_dequantize_piece(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output,
-                                        void* y, std::int64_t slot, int piece) {
-  float values[kDequantChunk];
-  KVQ_UNROLL
-  for (int i = 0; i < kDequantChunk; ++i) values[i] = mla_dequantize_element(c, cache, slot, piece * kDequantChunk + i, k_scale);
-  io::store_values(output, y, slot * c.desc().dims() + piece * kDequantChunk, kDequantChunk, values);
-}
-static_assert(kMlaBf16.dims() % kDequantChunk == 0 && kMlaModel1Fp8Sparse.dims() % kDequantChunk == 0);
+static_assert(kMlaBf16.nope_dims() % kDequantSpan == 0 && kMlaModel1Fp8Sparse.nope_dims() % kDequantSpan == 0 &&
+              kMlaModel1Fp8Sparse.tile % kDequantSpan == 0 && kMlaFp8NopeBlockScaleBf16Rope.tile % kDequantSpan == 0);
 
 // 3. The prefill workspace of an NVFP4 paged cache for a batch: request b's tokens
 // [0, cu_seq_lens[b+1] - cu_seq_lens[b]) live in pages block_tables[b][pos / block_size]; the
@@ -175,54 +282,59 @@ struct WorkspaceBatch {
   std::int64_t max_blocks_per_seq = 0;  // block_tables is [batch, max_blocks_per_seq] int32
   std::int64_t workspace_tokens = 0;    // rows of each workspace; == cu_seq_lens[batch]
   KVQ_HD constexpr std::int64_t blocks_per_row() const { return pages.heads * (pages.head_dim / Nvfp4PageGeometry::kBlock); }
-  KVQ_HD constexpr std::int64_t items() const {  // (b, pos, side, head, 16-block) over the table capacity
-    return batch * max_blocks_per_seq * pages.block_size * 2 * blocks_per_row();
-  }
+  // One page side (request b, table column k, side) holds page_items() 16-element blocks in
+  // memory order (token, head, block); an item is (page side, block), page side = (b * columns + k) * 2 + side.
+  KVQ_HD constexpr std::int64_t page_items() const { return pages.block_size * blocks_per_row(); }
+  KVQ_HD constexpr std::int64_t page_sides() const { return batch * max_blocks_per_seq * 2; }
+  KVQ_HD constexpr std::int64_t items() const { return page_sides() * page_items(); }
   KVQ_HD constexpr std::int64_t workspace_bytes() const { return workspace_tokens * pages.heads * pages.head_dim; }
 };
 
-// One 16-element block of one (request, position, side, head). Positions past the request's
-// length write nothing; a page id outside [0, num_blocks) or a row outside the workspace (the
-// twin rejects both first) never reads or writes out of bounds: the row's block becomes 0x7F
-// (E4M3 NaN), or nothing is written when the row itself is out of range.
+// Block i of one page side: token t = i / blocks_per_row of page block_tables[b][k], so request
+// position k * block_size + t and workspace row cu_seq_lens[b] + that; the block's packed codes
+// are at the side's data + 8 i, its scale at the side's scales + i, its output at the page's first
+// row + 16 i (the rows of a page are contiguous in the workspace): no division by a runtime size.
+// Positions past the request's length write nothing; a page id outside [0, num_blocks) or a row
+// outside the workspace (the twin rejects both first) never reads or writes out of bounds: the
+// row's block becomes 0x7F (E4M3 NaN), or nothing is written when the row itself is out of range.
+KVQ_HD inline void nvfp4_page_side_to_workspace(const WorkspaceBatch& w, const std::uint8_t* cache,
+                                                const std::int32_t* block_tables, const std::int32_t* cu_seq_lens,
+                                                float factor_k, float factor_v, std::uint8_t* k_out,
+                                                std::uint8_t* v_out, std::int64_t page_side, std::int64_t i) {
+  constexpr int n = Nvfp4PageGeometry::kBlock;
+  const Nvfp4PageGeometry& g = w.pages;
+  const int side = static_cast<int>(page_side % 2);
+  const std::int64_t k = page_side / 2 % w.max_blocks_per_seq, b = page_side / 2 / w.max_blocks_per_seq;
+  const std::int64_t start = cu_seq_lens[b], per_token = w.blocks_per_row();
+  const std::int64_t first_pos = k * g.block_size, first_row = start + first_pos;
+  if (i >= (cu_seq_lens[b + 1] - start - first_pos) * per_token) return;              // position past the length
+  if (i < -first_row * per_token || i >= (w.workspace_tokens - first_row) * per_token) return;  // row outside
+  std::uint8_t* out = (side == 0 ? k_out : v_out) + first_row * g.heads * g.head_dim + i * n;
+  const std::int64_t page = block_tables[b * w.max_blocks_per_seq + k];
+  std::uint8_t codes[n];
+  if (page < 0 || page >= g.num_blocks) {
+    KVQ_UNROLL
+    for (int e = 0; e < n; ++e) codes[e] = 0x7F;
+  } else {
+    std::uint8_t packed[n / 2];
+    io::load_bytes(cache + g.data_offset(page, side, 0, 0) + i * (n / 2), n / 2, packed);
+    const std::uint8_t scale = cache[g.scale_offset(page, side, 0, 0) + i];
+    const float factor = side == 0 ? factor_k : factor_v;
+    KVQ_UNROLL
+    for (int e = 0; e < n; ++e) {
+      const std::uint8_t code = (e & 1) ? e2m1_odd(packed[e / 2]) : e2m1_even(packed[e / 2]);
+      codes[e] = requantize_e4m3(w.recipe, scale, code, factor);
+    }
+  }
+  io::store_bytes(out, codes, n);
+}
+// Item `item` of w.items(): (page side item / page_items, block item % page_items).
 KVQ_HD inline void nvfp4_page_to_workspace_item(const WorkspaceBatch& w, const std::uint8_t* cache,
                                                 const std::int32_t* block_tables, const std::int32_t* cu_seq_lens,
                                                 float factor_k, float factor_v, std::uint8_t* k_out,
                                                 std::uint8_t* v_out, std::int64_t item) {
-  constexpr int n = Nvfp4PageGeometry::kBlock;
-  const Nvfp4PageGeometry& g = w.pages;
-  const std::int64_t j = item % (g.head_dim / n);
-  std::int64_t rest = item / (g.head_dim / n);
-  const std::int64_t h = rest % g.heads;
-  rest /= g.heads;
-  const int side = static_cast<int>(rest % 2);
-  rest /= 2;
-  const std::int64_t capacity = w.max_blocks_per_seq * g.block_size;
-  const std::int64_t pos = rest % capacity;
-  const std::int64_t b = rest / capacity;
-  const std::int64_t start = cu_seq_lens[b];
-  if (pos >= cu_seq_lens[b + 1] - start) return;
-  const std::int64_t row = start + pos;
-  if (row < 0 || row >= w.workspace_tokens) return;
-  std::uint8_t* out = (side == 0 ? k_out : v_out) + (row * g.heads + h) * g.head_dim + j * n;
-  const std::int64_t page = block_tables[b * w.max_blocks_per_seq + pos / g.block_size];
-  std::uint8_t codes[n];
-  if (page < 0 || page >= g.num_blocks) {
-    KVQ_UNROLL
-    for (int i = 0; i < n; ++i) codes[i] = 0x7F;
-  } else {
-    const std::int64_t t = pos % g.block_size;
-    std::uint8_t packed[n / 2];
-    io::load_bytes(cache + g.data_offset(page, side, t, h) + j * (n / 2), n / 2, packed);
-    const std::uint8_t scale = cache[g.scale_offset(page, side, t, h) + j];
-    const float factor = side == 0 ? factor_k : factor_v;
-    KVQ_UNROLL
-    for (int i = 0; i < n; ++i) {
-      const std::uint8_t code = (i & 1) ? e2m1_odd(packed[i / 2]) : e2m1_even(packed[i / 2]);
-      codes[i] = requantize_e4m3(w.recipe, scale, code, factor);
-    }
-  }
-  io::store_bytes(out, codes, n);
+  nvfp4_page_side_to_workspace(w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out,
+                               item / w.page_items(), item % w.page_items());
 }
 
 // Validation ("" or a message naming the argument). The *_cpu twins also check table contents

@@ -35,44 +35,53 @@ struct MlaLayout {
   int tail_segments = 0;
   int block_align = 1;  // block bytes rounded up to a multiple of this
 
-  // The segment holding `part` (record first, then tail) and whether it is in the tail.
-  KVQ_HD constexpr const MlaSegment* find(MlaPart part, bool* in_tail = nullptr) const {
-    for (int i = 0; i < record_segments; ++i)
-      if (record[i].part == part) return (in_tail ? (*in_tail = false) : false), &record[i];
-    for (int i = 0; i < tail_segments; ++i)
-      if (tail[i].part == part) return (in_tail ? (*in_tail = true) : false), &tail[i];
-    return nullptr;
+  // Loops run over the arrays' full sizes (a fixed trip count), and segments are returned by
+  // value: with a constant layout, device code folds every offset to a constant instead of
+  // keeping the layout in local memory.
+  static constexpr int kMaxRecord = 3, kMaxTail = 2;
+
+  // The segment holding `part` (record first, then tail; count 0 when absent) and whether it is
+  // in the tail.
+  KVQ_HD constexpr MlaSegment segment(MlaPart part, bool* in_tail = nullptr) const {
+    MlaSegment found{part, FormatId::e4m3fn, 0};
+    bool tail_part = false;
+    for (int i = kMaxTail - 1; i >= 0; --i)
+      if (i < tail_segments && tail[i].part == part) found = tail[i], tail_part = true;
+    for (int i = kMaxRecord - 1; i >= 0; --i)
+      if (i < record_segments && record[i].part == part) found = record[i], tail_part = false;
+    if (in_tail) *in_tail = tail_part;
+    return found;
   }
+  KVQ_HD constexpr bool has(MlaPart part) const { return segment(part).count > 0; }
   // Byte offset of `part` inside its record (record or tail), the sum of the sizes before it.
   KVQ_HD constexpr int offset_of(MlaPart part) const {
-    int at = 0;
-    for (int i = 0; i < record_segments; ++i) {
-      if (record[i].part == part) return at;
-      at += record[i].bytes();
+    int at = -1, sum = 0;
+    for (int i = 0; i < kMaxRecord; ++i) {
+      if (i < record_segments && at < 0 && record[i].part == part) at = sum;
+      if (i < record_segments) sum += record[i].bytes();
     }
-    at = 0;
-    for (int i = 0; i < tail_segments; ++i) {
-      if (tail[i].part == part) return at;
-      at += tail[i].bytes();
+    if (at >= 0) return at;
+    sum = 0;
+    for (int i = 0; i < kMaxTail; ++i) {
+      if (i < tail_segments && at < 0 && tail[i].part == part) at = sum;
+      if (i < tail_segments) sum += tail[i].bytes();
     }
-    return -1;
+    return at;
   }
   KVQ_HD constexpr bool in_tail(MlaPart part) const {
     bool tail_part = false;
-    return find(part, &tail_part) != nullptr && tail_part;
+    segment(part, &tail_part);
+    return tail_part;
   }
-  KVQ_HD constexpr int count_of(MlaPart part) const {
-    const MlaSegment* s = find(part);
-    return s ? s->count : 0;
-  }
+  KVQ_HD constexpr int count_of(MlaPart part) const { return segment(part).count; }
   KVQ_HD constexpr int record_bytes() const {
     int n = 0;
-    for (int i = 0; i < record_segments; ++i) n += record[i].bytes();
+    for (int i = 0; i < kMaxRecord; ++i) n += i < record_segments ? record[i].bytes() : 0;
     return n;
   }
   KVQ_HD constexpr int tail_bytes() const {
     int n = 0;
-    for (int i = 0; i < tail_segments; ++i) n += tail[i].bytes();
+    for (int i = 0; i < kMaxTail; ++i) n += i < tail_segments ? tail[i].bytes() : 0;
     return n;
   }
   KVQ_HD constexpr int token_bytes() const { return record_bytes() + tail_bytes(); }  // what one token costs

@@ -320,7 +320,7 @@ void register_quantize_properties() {
           }
           const std::size_t rope = static_cast<std::size_t>(p.cache.part(s, MlaPart::rope));
           for (int k = 0; k < l.rope_dims(); ++k) RC_ASSERT(u16_at(a, rope + 2 * k) == row[l.nope_dims() + k]);
-          if (l.find(MlaPart::pad)) RC_ASSERT(a[static_cast<std::size_t>(p.cache.part(s, MlaPart::pad))] == 0);
+          if (l.has(MlaPart::pad)) RC_ASSERT(a[static_cast<std::size_t>(p.cache.part(s, MlaPart::pad))] == 0);
         }
       });
     });
@@ -817,8 +817,7 @@ void register_gpu_properties() {
     for (std::int64_t i = 0; i < p.tokens; ++i) {
       const std::int64_t slot = p.slots[static_cast<std::size_t>(i)];
       if (slot >= 0 && slot < p.cache.slots())
-        for (int piece = 0; piece < kernels::mla_quantize_pieces(p.cache.desc()); ++piece)
-          kernels::mla_quantize_piece(p.cache, p.x.data(), i, want.data(), slot, piece);
+        kernels::mla_quantize_token(p.cache, p.x.data(), i, want.data(), slot);
     }
     RC_ASSERT(quant_gpu(p, 0xFF, &got).empty());
     RC_ASSERT(got == want);
