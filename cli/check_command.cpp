@@ -133,7 +133,7 @@ int check_command(const Args& args, std::ostream& out, std::ostream& err) {
   props::print_summary(results, out);
   props::print_failures(results, out);
   if (mutants) {
-    out << "\nmutants (ports/mutants.hpp): which port property caught each\n";
+    out << "\nmutants (proptests/ports/mutants.hpp): which port property caught each\n";
     for (const auto& r : results) out << r.outcome.detail;
   }
   if (!plugin_path.empty() && props::totals(results).failed)

@@ -1,11 +1,11 @@
 // Suites `ports` (kvq's own twins pass every port property, for every recipe) and `mutants`
-// (every broken kernel of ports/mutants.hpp is caught by at least one port property).
+// (every broken kernel of proptests/ports/mutants.hpp is caught by at least one port property).
 #include <algorithm>
 #include <sstream>
 
 #include "formats/recipe_names.hpp"
 #include "kernels/quantize.hpp"
-#include "ports/mutants.hpp"
+#include "proptests/ports/mutants.hpp"
 #include "proptests/ports/port_properties.hpp"
 
 namespace kvq::props {

@@ -1,4 +1,4 @@
-#include "ports/mutants.hpp"
+#include "proptests/ports/mutants.hpp"
 
 #include "formats/recipe_names.hpp"
 #include "proptests/ports/device_copy.hpp"

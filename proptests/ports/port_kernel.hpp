@@ -1,5 +1,5 @@
 // A quantize / dequantize implementation under test, whatever it is: kvq's own CPU twin, a
-// mutant from the catalogue (ports/mutants.hpp), or a C ABI plug-in (proptests/ports/plugin.hpp). The port
+// mutant from the catalogue (proptests/ports/mutants.hpp), or a C ABI plug-in (proptests/ports/plugin.hpp). The port
 // properties (proptests/ports/port_properties.hpp) run against this one interface. Host pointers; layout
 // and tensor scale as kernels/quantize.hpp states (g = tensor_scale(recipe, amax), a decode scale).
 #pragma once

@@ -10,7 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/npy.hpp"
 #include "formats/recipe_names.hpp"
-#include "ports/mutants.hpp"
+#include "proptests/ports/mutants.hpp"
 #include "proptests/ports/port_data.hpp"
 #include "proptests/harness/mix32.hpp"
 
