@@ -9,6 +9,7 @@
 
 #include "formats/packing.hpp"
 #include "formats/recipes.hpp"
+#include "kernels/fast_divide.hpp"
 #include "kernels/paged_layout.hpp"
 #include "kernels/quantize.hpp"
 
@@ -72,24 +73,49 @@ KVQ_HD inline bool paged_store_narrow(const PagedStoreShape& s) {
   return paged_store_items(s) <= 0xffffffffll && s.layout.slots() <= 0xffffffffll;
 }
 
+// The divisors of the item and slot decomposition, computed once per launch for the 32-bit
+// path (a valid shape with paged_store_narrow and items: each divisor in 1..2^32-1); defaults
+// (unused) otherwise.
+struct PagedDividers {
+  FastDivide32 chunks, heads, block_size;
+};
+inline PagedDividers paged_dividers(const PagedStoreShape& s) {
+  if (!paged_store_narrow(s) || paged_store_items(s) <= 0 || s.layout.block_size < 1 || s.layout.heads < 1) return {};
+  return {FastDivide32(static_cast<std::uint32_t>(s.layout.head_dim / kPagedChunk)),
+          FastDivide32(static_cast<std::uint32_t>(s.layout.heads)),
+          FastDivide32(static_cast<std::uint32_t>(s.layout.block_size))};
+}
+
 // Item -> (side, token, head, chunk), chunk fastest: neighbouring items write neighbouring bytes.
 // One chunk: 16 values loaded, quantize_block (formats/recipes.hpp), codes (packed for NVFP4)
 // and the NVFP4 block scale stored at the layout's offsets. A padding or out-of-range slot
-// writes nothing. Index: std::uint32_t where paged_store_narrow, else std::int64_t.
+// writes nothing. Index: std::uint32_t where paged_store_narrow (the divisions by the dividers,
+// which paged_dividers(s) must give), else std::int64_t (plain 64-bit division; d unused).
 template <typename Index>
 KVQ_HD inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a,
-                                     Index item) {
+                                     Index item, const PagedDividers& d) {
   const PagedKvLayout& L = s.layout;
-  const auto chunks = static_cast<Index>(L.head_dim / kPagedChunk), heads = static_cast<Index>(L.heads);
   const auto tokens = static_cast<Index>(s.tokens);
-  const Index chunk = item % chunks, row = item / chunks;
-  const Index head = row % heads, token_row = row / heads;
+  Index chunk, row, head, token_row;
+  if constexpr (sizeof(Index) == 4) {
+    d.chunks.divide(item, &row, &chunk);
+    d.heads.divide(row, &token_row, &head);
+  } else {
+    const auto chunks = static_cast<Index>(L.head_dim / kPagedChunk), heads = static_cast<Index>(L.heads);
+    chunk = item % chunks, row = item / chunks;
+    head = row % heads, token_row = row / heads;
+  }
   const KvSide side = token_row < tokens ? KvSide::k : KvSide::v;
   const Index token = side == KvSide::k ? token_row : token_row - tokens;
   const std::int64_t slot = a.slot_mapping[token];
   if (slot < 0 || slot >= L.slots()) return;
-  const auto bs = static_cast<Index>(L.block_size);
-  const Index block = static_cast<Index>(slot) / bs, offset = static_cast<Index>(slot) % bs;
+  Index block, offset;
+  if constexpr (sizeof(Index) == 4) {
+    d.block_size.divide(static_cast<Index>(slot), &block, &offset);
+  } else {
+    const auto bs = static_cast<Index>(L.block_size);
+    block = static_cast<Index>(slot) / bs, offset = static_cast<Index>(slot) % bs;
+  }
   float values[kPagedChunk];
   std::uint8_t codes[kPagedChunk];
   const bool is_k = side == KvSide::k;
@@ -108,6 +134,12 @@ KVQ_HD inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales
   io::store_bytes(a.key_cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk / 2), codes,
                   kPagedChunk / 2);
   a.key_cache[L.scale_offset(side, block, offset, head, chunk)] = scale;
+}
+
+// The same, dividers computed here (host: tests; the twin and the kernel compute them once).
+template <typename Index>
+inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, Index item) {
+  paged_store_chunk(s, scales, a, item, paged_dividers(s));
 }
 
 // GPU: device pointers for args, host values for scales, an opaque cudaStream_t. With

@@ -101,9 +101,10 @@ std::string paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales,
   if (auto e = validate_slots(s.layout, a.slot_mapping, s.tokens); !e.empty()) return e;
   const std::int64_t items = paged_store_items(s);
   const bool narrow = paged_store_narrow(s);  // the index width the kernel uses
+  const PagedDividers d = paged_dividers(s);
   for (std::int64_t item = 0; item < items; ++item) {
-    if (narrow) paged_store_chunk(s, scales, a, static_cast<std::uint32_t>(item));
-    else paged_store_chunk(s, scales, a, item);
+    if (narrow) paged_store_chunk(s, scales, a, static_cast<std::uint32_t>(item), d);
+    else paged_store_chunk(s, scales, a, item, d);
   }
   return {};
 }

@@ -280,7 +280,9 @@ constexpr StoreRecipe kStoreRecipes[] = {{"fp8-e4m3-tensor", PagedFormat::fp8},
                                          {"fp8-e4m3-tensor-rcp", PagedFormat::fp8},
                                          {"nvfp4", PagedFormat::nvfp4},
                                          {"nvfp4-flashinfer-kv", PagedFormat::nvfp4},
-                                         {"nvfp4-vllm", PagedFormat::nvfp4}};
+                                         {"nvfp4-vllm", PagedFormat::nvfp4},
+                                         {"nvfp4-torchao", PagedFormat::nvfp4},  // each fixed kernel instantiation
+                                         {"nvfp4-4over6", PagedFormat::nvfp4}};
 
 RunContext with_cases(const RunContext& ctx, int divisor) {
   RunContext fewer = ctx;
@@ -425,6 +427,30 @@ void register_layout_properties() {
       for (std::int64_t o = 0; o < rows * cols; ++o) {
         const std::int64_t i = kernels::unswizzle_index(cols, o);
         RC_ASSERT(kernels::swizzle_index(cols, i / cols, i % cols) == o);
+      }
+    });
+  });
+  // The kernel's index division by multiply-high equals `/` and `%` for every divisor it meets:
+  // small ones (heads, chunks, block sizes), powers of two and their neighbours, any 32-bit one;
+  // numerators at the edges (0, multiples of d and their neighbours, 2^32-1) and at random.
+  add_property("paged", "layout/fast-divide-is-division", Device::cpu, [](const RunContext& ctx) {
+    return check_random(with_cases(ctx, 4), [] {
+      const int kind = *rc::gen::inRange(0, 3);
+      const int k = *rc::gen::inRange(0, 32);
+      const std::uint32_t d =
+          kind == 0   ? *rc::gen::inRange<std::uint32_t>(1, 1025)
+          : kind == 1 ? std::max<std::uint32_t>(1, static_cast<std::uint32_t>((std::uint64_t{1} << k) + *rc::gen::inRange(-1, 2)))
+                      : std::max<std::uint32_t>(1, *rc::gen::arbitrary<std::uint32_t>());
+      const kernels::FastDivide32 f(d);
+      std::vector<std::uint32_t> ns{0u, 1u, d - 1, d, 0xffffffffu, 0xfffffffeu, 0xffffffffu / d * d,
+                                    0xffffffffu / d * d - 1};
+      for (int i = 0; i < 256; ++i) ns.push_back(*rc::gen::arbitrary<std::uint32_t>());
+      for (std::uint32_t m = 0; m < 64; ++m) ns.push_back(static_cast<std::uint32_t>(std::uint64_t{m} * d % 0x100000000ull));
+      for (const std::uint32_t n : ns) {
+        std::uint32_t q = 0, r = 0;
+        f.divide(n, &q, &r);
+        RC_ASSERT(q == n / d);
+        RC_ASSERT(r == n % d);
       }
     });
   });
