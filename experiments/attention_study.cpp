@@ -27,10 +27,12 @@ Matrix to_matrix(const std::vector<float>& v, std::int64_t rows, int cols) {
 
 // Dequantized through the recipe; the workspace: NVFP4 codes to E4M3 with the decode scale 6g
 // (factor RN(1/6), docs/recipes.md), read back as e4m3 * (6g) in FP32.
+// on_device: quantize and dequantize by the GPU kernels (the workspace step runs on the CPU twin).
 std::vector<float> through(const std::string& recipe, const std::vector<float>& x, std::int64_t rows, int cols,
-                           double* qsnr_db) {
+                           bool on_device, double* qsnr_db) {
   const bool workspace = recipe == kWorkspace;
-  const QuantizedTensor q = quantize_tensor(recipe_from_name(workspace ? "nvfp4" : recipe)->recipe, x, rows, cols);
+  const QuantizedTensor q =
+      quantize_tensor(recipe_from_name(workspace ? "nvfp4" : recipe)->recipe, x, rows, cols, on_device);
   std::vector<float> y = q.values;
   if (workspace) {
     std::vector<std::uint8_t> ws(x.size());
@@ -88,8 +90,8 @@ std::string measure(const std::string& recipe, int seq_len, const StudyOptions& 
     const std::vector<float> q(q_all->end() - static_cast<std::ptrdiff_t>(o.queries) * d, q_all->end());
     double kq = 0, vq = 0;
     const Matrix K = to_matrix(k, seq_len, d), V = to_matrix(v, seq_len, d), Q = to_matrix(q, o.queries, d);
-    const Matrix Kq = to_matrix(through(recipe, k, seq_len, d, &kq), seq_len, d);
-    const Matrix Vq = to_matrix(through(recipe, v, seq_len, d, &vq), seq_len, d);
+    const Matrix Kq = to_matrix(through(recipe, k, seq_len, d, o.device == "cuda", &kq), seq_len, d);
+    const Matrix Vq = to_matrix(through(recipe, v, seq_len, d, o.device == "cuda", &vq), seq_len, d);
     k_qsnr += kq / o.heads;
     v_qsnr += vq / o.heads;
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));

@@ -25,7 +25,7 @@ std::vector<std::string> measure(const NamedRecipe& recipe, const Distribution& 
   const auto samples_ptr = samples_of(d, 0, o, cache);
   const std::vector<float>& x = *samples_ptr;
   const std::int64_t samples = static_cast<std::int64_t>(x.size()), rows = samples / o.head_dim;
-  const QuantizedTensor q = quantize_tensor(recipe.recipe, x, rows, o.head_dim);
+  const QuantizedTensor q = quantize_tensor(recipe.recipe, x, rows, o.head_dim, o.device == "cuda");
   const double gap = largest_gap(format_of(recipe.recipe.element));
   std::map<int, std::int64_t> scale_units, relative, absolute;  // bin index -> count
   std::int64_t exact = 0;

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "experiments/study_runner.hpp"
+#include "kernels/device_copy.hpp"
 #include "formats/names.hpp"
 
 namespace kvq::experiments {
@@ -32,16 +33,52 @@ bool QuantizedTensor::clipped(std::int64_t k, float x) const {
          std::fabs(static_cast<double>(x)) > std::fabs(static_cast<double>(values[k]));
 }
 
-QuantizedTensor quantize_tensor(const Recipe& r, const std::vector<float>& x, std::int64_t rows, int cols) {
+namespace {
+
+// The same three steps on the GPU: amax, quantize, dequantize (outputs guarded against overruns).
+std::string quantize_on_device(const std::vector<float>& x, QuantizedTensor* q) {
+  using kernels::DeviceCopy;
+  const std::size_t n = x.size();
+  const DeviceCopy dx(x.data(), n * sizeof(float), false), damax(nullptr, sizeof(float), true);
+  const DeviceCopy dc(nullptr, q->codes.size(), true), ds(nullptr, q->scales.size(), true);
+  const DeviceCopy dy(nullptr, n * sizeof(float), true);
+  for (const DeviceCopy* b : {&dx, &damax, &dc, &ds, &dy})
+    if (!b->error.empty()) return b->error;
+  float amax = 0;
+  std::string e = kernels::device::amax(kernels::DType::fp32, dx.p, static_cast<std::int64_t>(n),
+                                        static_cast<float*>(damax.p), nullptr);
+  if (e.empty()) e = kernels::device::synchronize();
+  if (e.empty()) e = damax.fetch(&amax, "amax");
+  if (!e.empty()) return e;
+  q->g = tensor_scale(q->shape.recipe, amax);
+  e = kernels::device::quantize(q->shape, kernels::DType::fp32, dx.p, q->g, dc.bytes_ptr(), ds.bytes_ptr(), nullptr);
+  if (e.empty())
+    e = kernels::device::dequantize(q->shape, dc.bytes_ptr(), ds.bytes_ptr(), q->g, kernels::DType::fp32, dy.p, nullptr);
+  if (e.empty()) e = kernels::device::synchronize();
+  if (e.empty()) e = dc.fetch(q->codes.data(), "codes");
+  if (e.empty()) e = ds.fetch(q->scales.data(), "scales");
+  if (e.empty()) e = dy.fetch(q->values.data(), "values");
+  return e;
+}
+
+}  // namespace
+
+QuantizedTensor quantize_tensor(const Recipe& r, const std::vector<float>& x, std::int64_t rows, int cols,
+                                bool on_device) {
   QuantizedTensor q;
   q.shape = kernels::QuantizeShape{r, rows, cols};
   q.codes.resize(q.shape.code_bytes());
   q.scales.resize(q.shape.scale_bytes());
   q.values.resize(x.size());
-  q.g = tensor_scale(r, kernels::amax_cpu(kernels::DType::fp32, x.data(), static_cast<std::int64_t>(x.size())));
-  std::string e = kernels::quantize_cpu(q.shape, kernels::DType::fp32, x.data(), q.g, q.codes.data(), q.scales.data());
-  if (e.empty())
-    e = kernels::dequantize_cpu(q.shape, q.codes.data(), q.scales.data(), q.g, kernels::DType::fp32, q.values.data());
+  std::string e = kernels::validate(q.shape);
+  if (e.empty() && on_device) {
+    e = quantize_on_device(x, &q);
+  } else if (e.empty()) {
+    q.g = tensor_scale(r, kernels::amax_cpu(kernels::DType::fp32, x.data(), static_cast<std::int64_t>(x.size())));
+    e = kernels::quantize_cpu(q.shape, kernels::DType::fp32, x.data(), q.g, q.codes.data(), q.scales.data());
+    if (e.empty())
+      e = kernels::dequantize_cpu(q.shape, q.codes.data(), q.scales.data(), q.g, kernels::DType::fp32, q.values.data());
+  }
   if (!e.empty()) throw std::runtime_error(e);
   return q;
 }

@@ -1,4 +1,4 @@
-// A tensor through a recipe on the CPU twin (the code the GPU kernels run): codes, scales, the
+// A tensor through a recipe on the CPU twin (the code the GPU kernels run) or the GPU kernels: codes, scales, the
 // dequantized values, and per element its code and its block's decode scale. Shared by the studies.
 #pragma once
 
@@ -24,7 +24,10 @@ struct QuantizedTensor {
 };
 
 // rows x cols FP32 values (row-major) through the recipe (block already set); throws on a bad shape.
-QuantizedTensor quantize_tensor(const Recipe& r, const std::vector<float>& x, std::int64_t rows, int cols);
+// on_device: amax, quantize and dequantize by the GPU kernels (== the CPU twins, byte for byte;
+// property gpu/studies/quantized-tensor-device-equals-cpu), so a study's output does not change.
+QuantizedTensor quantize_tensor(const Recipe& r, const std::vector<float>& x, std::int64_t rows, int cols,
+                                bool on_device = false);
 
 // The recipes of a study: names, or every named recipe when empty; "" or an error naming --recipes.
 std::string recipes_from_names(const std::vector<std::string>& names, std::vector<NamedRecipe>* out);

@@ -49,14 +49,15 @@ struct Result {
   std::int64_t clipped = 0;
 };
 
-Result quantize_variant(const ScaleVariant& v, int block, const std::vector<float>& x, std::int64_t rows, int cols) {
+Result quantize_variant(const ScaleVariant& v, int block, const std::vector<float>& x, std::int64_t rows, int cols,
+                        bool on_device) {
   Result out;
   out.values.resize(x.size());
   out.codes.resize(x.size());
   if (v.recipe) {
     Recipe r = *v.recipe;
     if (r.scale != BlockScale::tensor_only) r.block = block;
-    const QuantizedTensor q = quantize_tensor(r, x, rows, cols);
+    const QuantizedTensor q = quantize_tensor(r, x, rows, cols, on_device);  // recipe variants: GPU when asked
     for (std::size_t k = 0; k < x.size(); ++k) {
       out.codes[k] = q.code(static_cast<std::int64_t>(k));
       out.clipped += q.clipped(static_cast<std::int64_t>(k), x[k]);
@@ -83,7 +84,7 @@ std::string measure(const ScaleVariant& v, const ScaleVariant* baseline, int blo
   const auto samples_ptr = samples_of(d, o.rotate ? (block ? block : kernels::kTensorChunk) : 0, o, cache);
   const std::vector<float>& x = *samples_ptr;
   const std::int64_t samples = static_cast<std::int64_t>(x.size()), rows = samples / o.head_dim;
-  const Result q = quantize_variant(v, block, x, rows, o.head_dim);
+  const Result q = quantize_variant(v, block, x, rows, o.head_dim, o.device == "cuda");
   double err2 = 0, x2 = 0;
   for (std::size_t k = 0; k < x.size(); ++k) {
     const double dd = static_cast<double>(x[k]) - q.values[k];
@@ -92,7 +93,7 @@ std::string measure(const ScaleVariant& v, const ScaleVariant* baseline, int blo
   }
   std::string changed_codes, changed_values;
   if (baseline) {
-    const Result b = quantize_variant(*baseline, block, x, rows, o.head_dim);
+    const Result b = quantize_variant(*baseline, block, x, rows, o.head_dim, o.device == "cuda");
     std::int64_t codes = 0, values = 0;
     for (std::size_t k = 0; k < x.size(); ++k) {
       codes += q.codes[k] != b.codes[k];

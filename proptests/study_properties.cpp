@@ -3,12 +3,14 @@
 // the FP6/INT6 formats it adds run the same rules; and the INT closed form is its formula.
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include <cstring>
 
 #include "experiments/block_formats.hpp"
 #include "experiments/distributions.hpp"
 #include "experiments/qsnr_device.hpp"
+#include "experiments/studies.hpp"
 #include "experiments/study_runner.hpp"
 #include "kernels/quantize.hpp"
 #include "formats/float_bits.hpp"
@@ -126,6 +128,41 @@ void register_study_gpu_properties() {
           if (same) tally.pass();
           else tally.fail(os.str());
         }
+    }
+    return tally.outcome(ctx);
+  });
+  // `kvq study errors|scales|attention --device cuda` quantize through the GPU kernels: every CSV row
+  // of a small grid equals the CPU run's, character for character (all recipes, two distributions).
+  add_property("gpu", "studies/errors-scales-attention-device-equals-cpu", Device::cuda, [](const RunContext& ctx) {
+    std::string why;
+    if (!kernels::device::available(&why)) return skipped(why);
+    Tally tally;
+    experiments::StudyOptions o;
+    o.samples = 1 << 14;
+    o.seed = ctx.seed;
+    o.distributions = {"gaussian", "kv-keys"};
+    o.seq_lens = {256};
+    o.heads = 2;
+    o.queries = 4;
+    for (const auto& [name, make] : experiments::study_factories()) {
+      if (name != "errors" && name != "scales" && name != "attention") continue;
+      experiments::StudyGrid cpu, cuda;
+      o.device = "cpu";
+      std::string e = make(o, &cpu);
+      o.device = "cuda";
+      if (e.empty()) e = make(o, &cuda);
+      if (!e.empty()) throw std::runtime_error(name + ": " + e);
+      for (std::size_t i = 0; i < cpu.labels.size(); ++i) {
+        const std::vector<std::string> want = cpu.run(i), got = cuda.run(i);
+        if (got == want) {
+          tally.pass();
+        } else {
+          std::ostringstream os;
+          os << name << " configuration " << i << " (" << cpu.labels[i] << "): device rows differ from the CPU's; first CPU row "
+             << (want.empty() ? std::string("none") : want[0]) << ", device " << (got.empty() ? std::string("none") : got[0]);
+          tally.fail(os.str());
+        }
+      }
     }
     return tally.outcome(ctx);
   });

@@ -1,7 +1,7 @@
 #include "proptests/ports/mutants.hpp"
 
 #include "formats/recipe_names.hpp"
-#include "proptests/ports/device_copy.hpp"
+#include "kernels/device_copy.hpp"
 
 namespace kvq::ports {
 namespace {
@@ -117,9 +117,9 @@ PortKernel device_mutant_kernel(const Mutant& m) {
   k.quantize = [m, b](const QuantizeShape& shape, kernels::DType t, const void* x, float g, std::uint8_t* codes,
                       std::uint8_t* scales) {
     const QuantizeShape s = with_recipe(shape, m.quantize_recipe);
-    const DeviceCopy dx(x, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), false);
-    const DeviceCopy dc(nullptr, static_cast<std::size_t>(s.code_bytes()), true);
-    const DeviceCopy ds(nullptr, static_cast<std::size_t>(s.scale_bytes()), true);
+    const kernels::DeviceCopy dx(x, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), false);
+    const kernels::DeviceCopy dc(nullptr, static_cast<std::size_t>(s.code_bytes()), true);
+    const kernels::DeviceCopy ds(nullptr, static_cast<std::size_t>(s.scale_bytes()), true);
     std::string e = dx.error + dc.error + ds.error;
     if (e.empty()) e = kernels::device::quantize(s, t, dx.p, g, dc.bytes_ptr(), ds.bytes_ptr(), nullptr);
     if (e.empty() && b.swap_nibbles && s.packed()) e = device::swap_nibbles(dc.bytes_ptr(), s.code_bytes(), nullptr);
@@ -131,9 +131,9 @@ PortKernel device_mutant_kernel(const Mutant& m) {
   k.dequantize = [m, b](const QuantizeShape& shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
                         kernels::DType t, void* y) {
     const QuantizeShape s = with_recipe(shape, m.dequantize_recipe);
-    const DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
-    const DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
-    const DeviceCopy dy(nullptr, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), true);
+    const kernels::DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
+    const kernels::DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
+    const kernels::DeviceCopy dy(nullptr, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), true);
     std::string e = dc.error + ds.error + dy.error;
     g = g * b.dequantize_g_factor;
     if (e.empty())
@@ -146,9 +146,9 @@ PortKernel device_mutant_kernel(const Mutant& m) {
   k.requantize_e4m3 = [m, b](const QuantizeShape& shape, const std::uint8_t* codes, const std::uint8_t* scales,
                              float factor, std::uint8_t* out) {
     const QuantizeShape s = with_recipe(shape, m.dequantize_recipe);
-    const DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
-    const DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
-    const DeviceCopy dout(nullptr, static_cast<std::size_t>(s.rows * s.cols), true);
+    const kernels::DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
+    const kernels::DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
+    const kernels::DeviceCopy dout(nullptr, static_cast<std::size_t>(s.rows * s.cols), true);
     std::string e = dc.error + ds.error + dout.error;
     if (e.empty())
       e = b.workspace_through_fp32

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "formats/recipe_names.hpp"
-#include "proptests/ports/device_copy.hpp"
+#include "kernels/device_copy.hpp"
 #include "proptests/ports/kvq_port.h"
 
 namespace kvq::ports {
@@ -65,9 +65,9 @@ std::string load_plugin(const std::string& path, Plugin* out) {
     (void)handle;
     if (!device)
       return call_error("kvq_port_quantize", quantize(x, dtype_code(t), s.rows, s.cols, s.block(), g, codes, scales, nullptr), last_error);
-    const DeviceCopy dx(x, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), false);
-    const DeviceCopy dc(nullptr, static_cast<std::size_t>(s.code_bytes()), true);
-    const DeviceCopy ds(nullptr, static_cast<std::size_t>(s.scale_bytes()), true);
+    const kernels::DeviceCopy dx(x, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), false);
+    const kernels::DeviceCopy dc(nullptr, static_cast<std::size_t>(s.code_bytes()), true);
+    const kernels::DeviceCopy ds(nullptr, static_cast<std::size_t>(s.scale_bytes()), true);
     std::string e = dx.error + dc.error + ds.error;
     if (e.empty())
       e = call_error("kvq_port_quantize",
@@ -83,9 +83,9 @@ std::string load_plugin(const std::string& path, Plugin* out) {
       (void)handle;
       if (!device)
         return call_error("kvq_port_dequantize", dequantize(codes, scales, s.rows, s.cols, s.block(), g, dtype_code(t), y, nullptr), last_error);
-      const DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
-      const DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
-      const DeviceCopy dy(nullptr, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), true);
+      const kernels::DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
+      const kernels::DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
+      const kernels::DeviceCopy dy(nullptr, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), true);
       std::string e = dc.error + ds.error + dy.error;
       if (e.empty())
         e = call_error("kvq_port_dequantize",
@@ -100,9 +100,9 @@ std::string load_plugin(const std::string& path, Plugin* out) {
       (void)handle;
       if (!device)
         return call_error("kvq_port_requantize_e4m3", requantize(codes, scales, s.rows, s.cols, s.block(), factor, o, nullptr), last_error);
-      const DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
-      const DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
-      const DeviceCopy dout(nullptr, static_cast<std::size_t>(s.rows * s.cols), true);
+      const kernels::DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
+      const kernels::DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
+      const kernels::DeviceCopy dout(nullptr, static_cast<std::size_t>(s.rows * s.cols), true);
       std::string e = dc.error + ds.error + dout.error;
       if (e.empty())
         e = call_error("kvq_port_requantize_e4m3",

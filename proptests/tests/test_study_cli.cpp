@@ -42,7 +42,7 @@ TEST_CASE("cli: kvq study rejects bad arguments by name and writes nothing") {
            {{"qsnr", "--out", dir, "--dist", "student-t:2"}, "NU > 2"},
            {{"qsnr", "--out", dir, "--shard", "2/2"}, "--shard I/N needs 0 <= I < N"},
            {{"qsnr", "--out", dir, "--device", "tpu"}, "--device is cpu or cuda"},
-           {{"crest", "--out", dir, "--device", "cuda"}, "--device cuda runs the qsnr study only"},
+           {{"crest", "--out", dir, "--device", "cuda"}, "the crest study runs on the CPU"},
            {{"attention", "--out", dir, "--seq-lens", "8", "--queries", "16"}, "--seq-lens"},
            {{"errors", "--out", dir, "--head-dim", "64"}, "--head-dim"},
            {{"merge", "--out", dir}, "no *.shardIofN.csv files"},

@@ -1,4 +1,5 @@
-// Device copies for host-pointer interfaces (plug-ins with device pointers, device mutants):
+// Device copies for host-pointer interfaces (plug-ins with device pointers, device mutants, the
+// studies on the GPU):
 // inputs uploaded; outputs allocated with guard bytes of poison that must survive the call.
 #pragma once
 
@@ -8,7 +9,7 @@
 
 #include "kernels/quantize.hpp"
 
-namespace kvq::ports {
+namespace kvq::kernels {
 
 struct DeviceCopy {
   static constexpr std::size_t kGuard = 64;
@@ -18,18 +19,18 @@ struct DeviceCopy {
   std::string error;
 
   DeviceCopy(const void* host, std::size_t n, bool output) : bytes(n) {
-    error = kernels::device::allocate(&p, n + kGuard);
-    if (error.empty()) error = kernels::device::fill(p, kPoison, n + kGuard);
-    if (error.empty() && host && !output) error = kernels::device::upload(p, host, n);
+    error = device::allocate(&p, n + kGuard);
+    if (error.empty()) error = device::fill(p, kPoison, n + kGuard);
+    if (error.empty() && host && !output) error = device::upload(p, host, n);
   }
   DeviceCopy(const DeviceCopy&) = delete;
   DeviceCopy& operator=(const DeviceCopy&) = delete;
-  ~DeviceCopy() { kernels::device::release(p); }
+  ~DeviceCopy() { device::release(p); }
 
   // An output: its data to the host, after checking that nothing past its end was written.
   std::string fetch(void* host, const char* what) const {
     std::vector<std::uint8_t> all(bytes + kGuard);
-    std::string e = kernels::device::download(all.data(), p, all.size());
+    std::string e = device::download(all.data(), p, all.size());
     if (!e.empty()) return e;
     for (std::size_t i = bytes; i < all.size(); ++i)
       if (all[i] != kPoison) return std::string(what) + " written past its end at byte " + std::to_string(i);
@@ -39,4 +40,4 @@ struct DeviceCopy {
   std::uint8_t* bytes_ptr() const { return static_cast<std::uint8_t*>(p); }
 };
 
-}  // namespace kvq::ports
+}  // namespace kvq::kernels
