@@ -152,6 +152,7 @@ std::string make_attention_study(const StudyOptions& o, StudyGrid* grid) {
   for (const Config& c : configs) grid->labels.push_back(c.recipe + " seq " + std::to_string(c.seq_len));
   auto cache = std::make_shared<SampleCache>();
   grid->run = [configs, o, cache](std::size_t i) {
+    select_study_gpu(o, i);
     return std::vector<std::string>{measure(configs[i].recipe, configs[i].seq_len, o, *cache)};
   };
   grid->manifest =

@@ -82,7 +82,10 @@ std::string make_errors_study(const StudyOptions& o, StudyGrid* grid) {
   grid->header = "recipe,block,dist,samples,seed,kind,lo,hi,count";
   for (const Config& c : configs) grid->labels.push_back(std::string(c.recipe.name) + " " + c.dist.name);
   auto cache = std::make_shared<SampleCache>();
-  grid->run = [configs, o, cache](std::size_t i) { return measure(configs[i].recipe, configs[i].dist, o, *cache); };
+  grid->run = [configs, o, cache](std::size_t i) {
+    select_study_gpu(o, i);
+    return measure(configs[i].recipe, configs[i].dist, o, *cache);
+  };
   std::vector<std::string> dist_names;
   for (const Distribution& d : dists) dist_names.push_back(d.name);
   grid->manifest =

@@ -138,6 +138,7 @@ std::string make_scales_study(const StudyOptions& o, StudyGrid* grid) {
     grid->labels.push_back(all[c.variant].name + " block " + std::to_string(c.block) + " " + c.dist.name);
   auto cache = std::make_shared<SampleCache>();
   grid->run = [configs, all, o, cache](std::size_t i) {
+    select_study_gpu(o, i);
     const Config& c = configs[i];
     const ScaleVariant* baseline = nullptr;
     for (const ScaleVariant& v : all)

@@ -1,6 +1,9 @@
 #include "experiments/studies.hpp"
 
+#include <stdexcept>
+
 #include "experiments/distributions.hpp"
+#include "experiments/qsnr_device.hpp"
 
 namespace kvq::experiments {
 
@@ -11,6 +14,13 @@ SampleCache::Samples samples_of(const Distribution& d, int rotation_block, const
     if (rotation_block) rotate_hadamard(x, rotation_block, seed + static_cast<std::uint64_t>(rotation_block));
     return x;
   });
+}
+
+void select_study_gpu(const StudyOptions& o, std::size_t index) {
+  const int count = o.device == "cuda" ? device::gpu_count() : 0;
+  if (count <= 0) return;
+  if (const std::string e = device::use_gpu(static_cast<int>(index % static_cast<std::size_t>(count))); !e.empty())
+    throw std::runtime_error(e);
 }
 
 const std::vector<std::pair<std::string, StudyFactory>>& study_factories() {

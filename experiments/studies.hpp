@@ -41,6 +41,10 @@ std::string make_scales_study(const StudyOptions& o, StudyGrid* grid);
 std::string make_attention_study(const StudyOptions& o, StudyGrid* grid);
 std::string make_errors_study(const StudyOptions& o, StudyGrid* grid);
 
+// With --device cuda: this host thread's GPU for configuration `index` (GPU index % count, so a
+// study spreads over every visible GPU); throws on a CUDA error. Does nothing on the CPU.
+void select_study_gpu(const StudyOptions& o, std::size_t index);
+
 // name -> factory, in the order `kvq study all` runs them.
 const std::vector<std::pair<std::string, StudyFactory>>& study_factories();
 
