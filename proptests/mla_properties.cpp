@@ -102,23 +102,15 @@ Bytes requant_cpu(const RequantProblem& p, KScale mode, std::uint8_t poison) {
   return dst;
 }
 
-// The conversion under test: the CPU twin, or the launcher with src and a poisoned dst on the GPU.
+std::string requant_gpu(const RequantProblem& p, KScale mode, std::uint8_t poison, Bytes* got);
+
+// The conversion under test: the CPU twin, or the launcher on the GPU (requant_gpu, below).
 Bytes requant_under_test(const RequantProblem& p, KScale mode, std::uint8_t poison, bool device) {
   if (!device) return requant_cpu(p, mode, poison);
-  Bytes dst(static_cast<std::size_t>(p.num_blocks * p.block_size * 656) + kGuard, poison);
-  void *src = nullptr, *out = nullptr;
-  std::string e = kernels::device::allocate(&src, p.src.size() + 1);
-  if (e.empty()) e = kernels::device::allocate(&out, dst.size());
-  if (e.empty()) e = kernels::device::upload(src, p.src.data(), p.src.size());
-  if (e.empty()) e = kernels::device::upload(out, dst.data(), dst.size());
-  if (e.empty())
-    e = kernels::device::mla_requantize_576_to_656(p.num_blocks, p.block_size, static_cast<const std::uint8_t*>(src),
-                                                   p.k_scale, mode, static_cast<std::uint8_t*>(out), nullptr);
-  if (e.empty()) e = kernels::device::synchronize();
-  if (e.empty()) e = kernels::device::download(dst.data(), out, dst.size());
-  for (void* ptr : {src, out}) kernels::device::release(ptr);
+  Bytes got;
+  const std::string e = requant_gpu(p, mode, poison, &got);
   if (!e.empty()) throw std::runtime_error("device requant: " + e);
-  return dst;
+  return got;
 }
 
 // FP32 bits of every value of a whole cache, dequantized by the twin.
@@ -883,7 +875,10 @@ Outcome mla_requant_vs_oracle(const RunContext& ctx, KScale claimed, KScale run,
     for (std::int64_t s = 0; s < p.num_blocks * p.block_size; ++s) {
       const std::size_t in = static_cast<std::size_t>(s) * 576, out = static_cast<std::size_t>(s) * 656;
       RC_ASSERT(std::equal(a.begin() + out, a.begin() + out + 512, p.src.begin() + in));
-      for (int t = 0; t < 4; ++t) RC_ASSERT(u32_at(a, out + 512 + 4 * t) == bits_of(scale));
+      for (int t = 0; t < 4; ++t)
+        if (u32_at(a, out + 512 + 4 * t) != bits_of(scale))
+          RC_FAIL("slot " + std::to_string(s) + " tile scale " + std::to_string(t) + ": got " +
+                  hex_code(kFP32, u32_at(a, out + 512 + 4 * t)) + ", want " + hex_code(kFP32, bits_of(scale)));
       for (int i = 0; i < 64; ++i)
         RC_ASSERT(hex_code(kBF16, u16_at(a, out + 528 + 2 * i)) == hex_code(kBF16, oracle_rope_bf16(p.src[in + 512 + i], scale)));
     }
