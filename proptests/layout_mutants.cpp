@@ -1,18 +1,16 @@
 // The layout bug classes of REFERENCE.md section 7 as mutants: swizzle applied on the wrong side,
-// padding slot or token written, per-tensor scale dropped in a layout conversion. Each is kvq's own kernel
+// padding slot written, per-tensor scale dropped in a layout conversion. Each is kvq's own kernel
 // (the CPU twin in suite `mutants`, the CUDA launcher in suite `gpu`, mutants/<name>/device) given
-// one wrong parameter; the ordinary paged / RoPE / MLA property of that kernel must catch it.
+// one wrong parameter; the ordinary paged / MLA property of that kernel must catch it.
 #include <sstream>
 
 #include "formats/recipe_names.hpp"
-#include "kernels/rope_append.hpp"
 #include "proptests/layout_mutants.hpp"
 
 namespace kvq::props {
 namespace {
 
-// kernels/mla_kernels.hpp's modes (that header and rope_append.hpp cannot share a TU).
-constexpr auto kFold = static_cast<kernels::KScale>(0), kDrop = static_cast<kernels::KScale>(1);
+using kernels::KScale;
 using kernels::PagedFormat;
 using kernels::ScaleSwizzle;
 
@@ -35,12 +33,6 @@ void wrap_padding_slots(kernels::PagedStoreShape& s, std::vector<std::int64_t>& 
     if (slot < 0) slot += s.layout.slots();
 }
 
-// Padding tokens (batch index < 0) indexed as Python does: b + batch, the last requests, placed and written.
-void wrap_padding_batch(const kernels::RopeShape& s, std::vector<std::int32_t>& batch_indices) {
-  for (std::int32_t& b : batch_indices)
-    if (b < 0) b += static_cast<std::int32_t>(s.batch);
-}
-
 Recipe named(const char* name) { return recipe_from_name(name)->recipe; }
 
 std::vector<LayoutMutant> build() {
@@ -55,12 +47,9 @@ std::vector<LayoutMutant> build() {
        [](const RunContext& ctx, bool device) {
          return paged_store_vs_model(ctx, named("fp8-e4m3-tensor"), PagedFormat::fp8, wrap_padding_slots, device);
        }},
-      {"rope-append-padding-token-written", "padding token (batch index < 0) written, at the wrapped request",
-       "fused RoPE + FP8 + paged append", "rope twin-equals-fp32-model-only-addressed-bytes-change",
-       [](const RunContext& ctx, bool device) { return rope_twin_vs_model(ctx, wrap_padding_batch, device); }},
       {"mla-576-to-656-k-scale-dropped", "per-tensor scale dropped in a layout conversion (drop run as fold)",
        "MLA requant 576 -> 656, fold", "mla requant-576-to-656/fold/cpu-twin-vs-oracle",
-       [](const RunContext& ctx, bool device) { return mla_requant_vs_oracle(ctx, kFold, kDrop, device); }},
+       [](const RunContext& ctx, bool device) { return mla_requant_vs_oracle(ctx, KScale::fold, KScale::drop, device); }},
   };
 }
 

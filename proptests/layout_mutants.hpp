@@ -1,6 +1,6 @@
 // Hooks that let the layout mutants (proptests/layout_mutants.cpp: swizzle on the wrong side, padding
 // slot written, per-tensor scale dropped in a layout conversion; REFERENCE.md section 7) run the
-// ordinary paged, RoPE and MLA properties: the property builds its input and its expected bytes as always,
+// ordinary paged and MLA properties: the property builds its input and its expected bytes as always,
 // and only the kernel call sees the mutant's changed parameter.
 #pragma once
 
@@ -8,14 +8,9 @@
 #include <functional>
 #include <vector>
 
+#include "kernels/mla_kernels.hpp"
 #include "kernels/paged_store.hpp"
 #include "proptests/harness/property.hpp"
-
-namespace kvq::kernels {
-// Declared here, not included: kernels/mla_kernels.hpp and kernels/rope_append.hpp each define kRopeChunk.
-enum class KScale : std::uint8_t;  // kernels/mla_kernels.hpp
-struct RopeShape;                  // kernels/rope_append.hpp
-}
 
 namespace kvq::props {
 
@@ -30,12 +25,5 @@ Outcome paged_store_vs_model(const RunContext& ctx, const Recipe& r, kernels::Pa
 // mla requant-576-to-656/<claimed>/cpu-twin-vs-oracle with the conversion run in mode `run`, on the
 // CPU twin or (device) the CUDA launcher.
 Outcome mla_requant_vs_oracle(const RunContext& ctx, kernels::KScale claimed, kernels::KScale run, bool device);
-
-// A fused RoPE append mutant: the kernel runs with this change made to its batch indices.
-using RopeMutation = std::function<void(const kernels::RopeShape&, std::vector<std::int32_t>& batch_indices)>;
-
-// rope twin-equals-fp32-model-only-addressed-bytes-change with the append run under `mutation`
-// (null: none), on the CPU twin or (device) the fused CUDA launcher.
-Outcome rope_twin_vs_model(const RunContext& ctx, const RopeMutation& mutation, bool device);
 
 }  // namespace kvq::props

@@ -861,9 +861,6 @@ KVQ_REGISTER_PROPERTIES(register_mla_properties);
 
 }  // namespace
 
-static_assert(static_cast<int>(KScale::fold) == 0 && static_cast<int>(KScale::drop) == 1,
-              "proptests/layout_mutants.cpp names the modes by value");
-
 // The body of requant-576-to-656/<claimed>/cpu-twin-vs-oracle; `run` is the mode the conversion
 // under test is given (a mutant's changed parameter), on the CPU twin or the CUDA launcher.
 Outcome mla_requant_vs_oracle(const RunContext& ctx, KScale claimed, KScale run, bool device) {

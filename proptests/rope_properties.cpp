@@ -20,7 +20,6 @@
 #include "proptests/conversion_space.hpp"
 #include "proptests/harness/mix32.hpp"
 #include "proptests/harness/rapidcheck_bridge.hpp"
-#include "proptests/layout_mutants.hpp"
 
 namespace kvq::props {
 namespace {
@@ -549,7 +548,25 @@ void register_rope_properties() {
   // byte is the model's code, every other byte (spare pages, unaddressed slots, padding tokens'
   // slots and Q rows) keeps its poison; sampled elements also against the oracle's rational model.
   add_property("rope", "twin-equals-fp32-model-only-addressed-bytes-change", Device::cpu,
-               [](const RunContext& ctx) { return rope_twin_vs_model(ctx, nullptr, false); });
+               [fewer](const RunContext& ctx) {
+                 const auto problems = gen_rope_problem(16, 4, true);
+                 return check_random(fewer(ctx, 4), [&] {
+                   const RopeProblem p = *problems;
+                   for (const std::uint8_t poison : {std::uint8_t{0x00}, std::uint8_t{0xA5}}) {
+                     const RopeOutputs got = run_fused_cpu(p, poison);
+                     const std::string diff = first_difference(got, expected_outputs(p, poison));
+                     RC_ASSERT(diff == std::string());
+                   }
+                   const RopeOutputs got = run_fused_cpu(p, 0x5A);
+                   std::uint64_t k = 0;
+                   for_each_element(p, [&](const ElementSite& e) {
+                     if (hash(p.s.tokens, k++) % 97 != 0) return;  // a sample: the rational model is slow
+                     const std::uint8_t want = e.rotated ? oracle::rope_model_e4m3(e.x, e.partner, e.c, e.s, e.first, e.scale)
+                                                         : oracle::scale_model_e4m3(e.x, e.scale);
+                     RC_ASSERT(hex_code(kE4M3FN, (got.*e.buffer)[e.offset]) == hex_code(kE4M3FN, want));
+                   });
+                 });
+               });
 
   add_property("rope", "fused-equals-unfused", Device::cpu, [fewer](const RunContext& ctx) {
     const auto problems = gen_rope_problem(16, 4, true);
@@ -776,37 +793,4 @@ void register_rope_properties() {
 KVQ_REGISTER_PROPERTIES(register_rope_properties);
 
 }  // namespace
-
-// The body of twin-equals-fp32-model-only-addressed-bytes-change; a mutation (proptests/layout_mutants.hpp)
-// changes only the batch indices the kernel under test is given (CPU twin, or the fused launcher).
-Outcome rope_twin_vs_model(const RunContext& ctx, const RopeMutation& mutation, bool device) {
-  RunContext fewer = ctx;
-  fewer.cases = std::max(1, ctx.cases / 4);
-  const auto problems = gen_rope_problem(16, 4, true);
-  return check_random(fewer, [&] {
-    const RopeProblem p = *problems;
-    RopeProblem run = p;
-    if (mutation) mutation(run.s, run.batch_indices);
-    const auto under_test = [&](std::uint8_t poison) {
-      if (!device) return run_fused_cpu(run, poison);
-      RopeOutputs got;
-      const std::string e = run_device(run, true, poison, &got);
-      if (!e.empty()) throw std::runtime_error("device append: " + e);
-      return got;
-    };
-    for (const std::uint8_t poison : {std::uint8_t{0x00}, std::uint8_t{0xA5}}) {
-      const std::string diff = first_difference(under_test(poison), expected_outputs(p, poison));
-      RC_ASSERT(diff == std::string());
-    }
-    const RopeOutputs got = under_test(0x5A);
-    std::uint64_t k = 0;
-    for_each_element(p, [&](const ElementSite& e) {
-      if (hash(p.s.tokens, k++) % 97 != 0) return;  // a sample: the rational model is slow
-      const std::uint8_t want = e.rotated ? oracle::rope_model_e4m3(e.x, e.partner, e.c, e.s, e.first, e.scale)
-                                          : oracle::scale_model_e4m3(e.x, e.scale);
-      RC_ASSERT(hex_code(kE4M3FN, (got.*e.buffer)[e.offset]) == hex_code(kE4M3FN, want));
-    });
-  });
-}
-
 }  // namespace kvq::props
