@@ -17,6 +17,7 @@
 #include "proptests/conversion_space.hpp"
 #include "proptests/harness/mix32.hpp"
 #include "proptests/harness/rapidcheck_bridge.hpp"
+#include "proptests/layout_mutants.hpp"
 
 namespace kvq::props {
 namespace {
@@ -101,6 +102,17 @@ Bytes requant_cpu(const RequantProblem& p, KScale mode, std::uint8_t poison) {
   return dst;
 }
 
+std::string requant_gpu(const RequantProblem& p, KScale mode, std::uint8_t poison, Bytes* got);
+
+// The conversion under test: the CPU twin, or the launcher on the GPU (requant_gpu, below).
+Bytes requant_under_test(const RequantProblem& p, KScale mode, std::uint8_t poison, bool device) {
+  if (!device) return requant_cpu(p, mode, poison);
+  Bytes got;
+  const std::string e = requant_gpu(p, mode, poison, &got);
+  if (!e.empty()) throw std::runtime_error("device requant: " + e);
+  return got;
+}
+
 // FP32 bits of every value of a whole cache, dequantized by the twin.
 std::vector<std::uint32_t> dequant_bits(const MlaCacheShape& c, const Bytes& cache, float k_scale) {
   std::vector<std::uint32_t> y(static_cast<std::size_t>(c.slots() * c.desc().dims()));
@@ -125,23 +137,8 @@ void register_requant_properties() {
   for (const KScale mode : {KScale::fold, KScale::drop}) {
     const std::string base = std::string("requant-576-to-656/") + kernels::name_of(mode);
     // Every byte against REFERENCE.md and the oracle: nope copied, scales, rope rounded once.
-    add_property("mla", base + "/cpu-twin-vs-oracle", Device::cpu, [mode](const RunContext& ctx) {
-      return check_fraction(ctx, 10, [mode] {
-        const RequantProblem p = *gen_requant(3, gen_k_scale(false));
-        const Bytes a = requant_cpu(p, mode, 0x00), b = requant_cpu(p, mode, 0xFF);
-        const std::size_t used = a.size() - kGuard;
-        RC_ASSERT(Bytes(a.begin(), a.begin() + used) == Bytes(b.begin(), b.begin() + used));  // every byte written
-        RC_ASSERT(tail_is(a, used, 0x00) && tail_is(b, used, 0xFF));                          // nothing past the end
-        const float scale = mode == KScale::fold ? p.k_scale : 1.0f;
-        for (std::int64_t s = 0; s < p.num_blocks * p.block_size; ++s) {
-          const std::size_t in = static_cast<std::size_t>(s) * 576, out = static_cast<std::size_t>(s) * 656;
-          RC_ASSERT(std::equal(a.begin() + out, a.begin() + out + 512, p.src.begin() + in));
-          for (int t = 0; t < 4; ++t) RC_ASSERT(u32_at(a, out + 512 + 4 * t) == bits_of(scale));
-          for (int i = 0; i < 64; ++i)
-            RC_ASSERT(hex_code(kBF16, u16_at(a, out + 528 + 2 * i)) == hex_code(kBF16, oracle_rope_bf16(p.src[in + 512 + i], scale)));
-        }
-      });
-    });
+    add_property("mla", base + "/cpu-twin-vs-oracle", Device::cpu,
+                 [mode](const RunContext& ctx) { return mla_requant_vs_oracle(ctx, mode, mode, false); });
   }
   // Lossless: with k_scale = 1 (both versions) or a k_scale whose products fit BF16 (fold),
   // dequantizing the 576 and the 656 cache gives the same FP32 values, bit for bit.
@@ -863,4 +860,29 @@ void register_mla_properties() {
 KVQ_REGISTER_PROPERTIES(register_mla_properties);
 
 }  // namespace
+
+// The body of requant-576-to-656/<claimed>/cpu-twin-vs-oracle; `run` is the mode the conversion
+// under test is given (a mutant's changed parameter), on the CPU twin or the CUDA launcher.
+Outcome mla_requant_vs_oracle(const RunContext& ctx, KScale claimed, KScale run, bool device) {
+  const KScale mode = claimed;
+  return check_fraction(ctx, 10, [mode, run, device] {
+    const RequantProblem p = *gen_requant(3, gen_k_scale(false));
+    const Bytes a = requant_under_test(p, run, 0x00, device), b = requant_under_test(p, run, 0xFF, device);
+    const std::size_t used = a.size() - kGuard;
+    RC_ASSERT(Bytes(a.begin(), a.begin() + used) == Bytes(b.begin(), b.begin() + used));  // every byte written
+    RC_ASSERT(tail_is(a, used, 0x00) && tail_is(b, used, 0xFF));                          // nothing past the end
+    const float scale = mode == KScale::fold ? p.k_scale : 1.0f;
+    for (std::int64_t s = 0; s < p.num_blocks * p.block_size; ++s) {
+      const std::size_t in = static_cast<std::size_t>(s) * 576, out = static_cast<std::size_t>(s) * 656;
+      RC_ASSERT(std::equal(a.begin() + out, a.begin() + out + 512, p.src.begin() + in));
+      for (int t = 0; t < 4; ++t)
+        if (u32_at(a, out + 512 + 4 * t) != bits_of(scale))
+          RC_FAIL("slot " + std::to_string(s) + " tile scale " + std::to_string(t) + ": got " +
+                  hex_code(kFP32, u32_at(a, out + 512 + 4 * t)) + ", want " + hex_code(kFP32, bits_of(scale)));
+      for (int i = 0; i < 64; ++i)
+        RC_ASSERT(hex_code(kBF16, u16_at(a, out + 528 + 2 * i)) == hex_code(kBF16, oracle_rope_bf16(p.src[in + 512 + i], scale)));
+    }
+  });
+}
+
 }  // namespace kvq::props

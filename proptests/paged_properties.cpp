@@ -15,6 +15,7 @@
 #include "proptests/conversion_space.hpp"
 #include "proptests/harness/mix32.hpp"
 #include "proptests/harness/rapidcheck_bridge.hpp"
+#include "proptests/layout_mutants.hpp"
 
 namespace kvq::props {
 namespace {
@@ -292,6 +293,8 @@ RunContext with_cases(const RunContext& ctx, int divisor) {
 
 constexpr Limits kCpuLimits{4, 40, 4};
 
+std::string run_device(const PagedProblem& p, std::uint8_t poison, bool check_slots, Caches* out);
+
 // Calls fn(recipe, format, name) for each recipe the store runs.
 template <typename Fn>
 void for_each_store_recipe(Fn&& fn) {
@@ -304,20 +307,7 @@ void register_store_properties() {
     // Twin == recipe model placed by the written-out layout, over the whole cache, for two
     // poisons: every addressed byte written, every other byte (padding tokens too) untouched.
     add_property("paged", base + "/twin-vs-model-whole-cache", Device::cpu, [r, f](const RunContext& ctx) {
-      const auto problems = gen_problem(r, f, kCpuLimits);
-      return check_random(with_cases(ctx, 2), [&] {
-        const PagedProblem p = *problems;
-        RC_CLASSIFY(p.shape.layout.order == KvOrder::nhd, "NHD");
-        RC_CLASSIFY(p.shape.layout.swizzle != ScaleSwizzle::none, "swizzled");
-        RC_CLASSIFY(p.shape.per_head_scales, "per-head scales");
-        for (const std::uint8_t poison : {kPoisonA, kPoisonB}) {
-          const Caches twin = run_twin(p, poison);
-          const std::string diff = first_difference(p.shape.layout, twin, expected_caches(p, poison));
-          if (!diff.empty()) RC_FAIL(diff);
-          const std::string wide = first_difference(p.shape.layout, run_wide_indices(p, poison), twin);
-          if (!wide.empty()) RC_FAIL("64-bit indices: " + wide);
-        }
-      });
+      return paged_store_vs_model(ctx, r, f, nullptr, false);
     });
     // NHD and HND (and, for NVFP4, every swizzle choice) hold the same bytes after the permutation.
     add_property("paged", base + "/layouts-agree-after-permutation", Device::cpu, [r, f](const RunContext& ctx) {
@@ -695,4 +685,34 @@ void register_gpu_properties() {
 KVQ_REGISTER_PROPERTIES(register_gpu_properties);
 
 }  // namespace
+
+// The body of store/<recipe>/twin-vs-model-whole-cache; a mutation (proptests/layout_mutants.hpp)
+// changes only what the store under test is given, never the model's input.
+Outcome paged_store_vs_model(const RunContext& ctx, const Recipe& r, PagedFormat f, const PagedMutation& mutation,
+                             bool device) {
+  const auto problems = gen_problem(r, f, kCpuLimits);
+  return check_random(with_cases(ctx, 2), [&] {
+    const PagedProblem p = *problems;
+    RC_CLASSIFY(p.shape.layout.order == KvOrder::nhd, "NHD");
+    RC_CLASSIFY(p.shape.layout.swizzle != ScaleSwizzle::none, "swizzled");
+    RC_CLASSIFY(p.shape.per_head_scales, "per-head scales");
+    PagedProblem run = p;
+    if (mutation) mutation(run.shape, run.slots);
+    for (const std::uint8_t poison : {kPoisonA, kPoisonB}) {
+      Caches got;
+      if (device) {
+        const std::string e = run_device(run, poison, false, &got);
+        if (!e.empty()) RC_FAIL("device store: " + e);
+      } else {
+        got = run_twin(run, poison);
+      }
+      const std::string diff = first_difference(p.shape.layout, got, expected_caches(p, poison));
+      if (!diff.empty()) RC_FAIL(diff);
+      if (device) continue;
+      const std::string wide = first_difference(p.shape.layout, run_wide_indices(run, poison), got);
+      if (!wide.empty()) RC_FAIL("64-bit indices: " + wide);
+    }
+  });
+}
+
 }  // namespace kvq::props

@@ -1,0 +1,100 @@
+// The layout bug classes of REFERENCE.md section 7 as mutants: swizzle applied on the wrong side,
+// padding slot written, per-tensor scale dropped in a layout conversion. Each is kvq's own kernel
+// (the CPU twin in suite `mutants`, the CUDA launcher in suite `gpu`, mutants/<name>/device) given
+// one wrong parameter; the ordinary paged / MLA property of that kernel must catch it.
+#include <sstream>
+
+#include "formats/recipe_names.hpp"
+#include "proptests/layout_mutants.hpp"
+
+namespace kvq::props {
+namespace {
+
+using kernels::KScale;
+using kernels::PagedFormat;
+using kernels::ScaleSwizzle;
+
+struct LayoutMutant {
+  const char* name;
+  const char* bug_class;  // REFERENCE.md section 7
+  const char* claims;     // what the kernel says it does
+  const char* property;   // the ordinary property run against it
+  std::function<Outcome(const RunContext&, bool device)> run;
+};
+
+// The swizzle of V's scales applied to K's as well (the layout says V only).
+void swizzle_k_too(kernels::PagedStoreShape& s, std::vector<std::int64_t>&) {
+  if (s.layout.swizzle == ScaleSwizzle::v_only) s.layout.swizzle = ScaleSwizzle::k_and_v;
+}
+
+// Padding slots (< 0) indexed as Python does: slot + slots, the end of the cache, written.
+void wrap_padding_slots(kernels::PagedStoreShape& s, std::vector<std::int64_t>& slots) {
+  for (std::int64_t& slot : slots)
+    if (slot < 0) slot += s.layout.slots();
+}
+
+Recipe named(const char* name) { return recipe_from_name(name)->recipe; }
+
+std::vector<LayoutMutant> build() {
+  return {
+      {"paged-nvfp4-k-scales-swizzled", "swizzle applied on the wrong side (K as well as V)", "paged store, nvfp4",
+       "paged store/nvfp4/twin-vs-model-whole-cache",
+       [](const RunContext& ctx, bool device) {
+         return paged_store_vs_model(ctx, named("nvfp4"), PagedFormat::nvfp4, swizzle_k_too, device);
+       }},
+      {"paged-fp8-padding-slot-written", "padding slot (slot < 0) written, at the wrapped slot", "paged store, fp8-e4m3-tensor",
+       "paged store/fp8-e4m3-tensor/twin-vs-model-whole-cache",
+       [](const RunContext& ctx, bool device) {
+         return paged_store_vs_model(ctx, named("fp8-e4m3-tensor"), PagedFormat::fp8, wrap_padding_slots, device);
+       }},
+      {"mla-576-to-656-k-scale-dropped", "per-tensor scale dropped in a layout conversion (drop run as fold)",
+       "MLA requant 576 -> 656, fold", "mla requant-576-to-656/fold/cpu-twin-vs-oracle",
+       [](const RunContext& ctx, bool device) { return mla_requant_vs_oracle(ctx, KScale::fold, KScale::drop, device); }},
+  };
+}
+
+const std::vector<LayoutMutant>& layout_mutants() {
+  static const std::vector<LayoutMutant> all = build();
+  return all;
+}
+
+// Passes when the property fails on the mutant; the detail says after how many cases, as suite
+// `mutants` reports the recipe-level mutants (proptests/port_suites.cpp).
+Outcome caught(const LayoutMutant& m, const RunContext& ctx, bool device) {
+  const Outcome r = m.run(ctx, device);
+  Outcome o;
+  o.cases = r.cases;
+  std::ostringstream os;
+  os << m.name << (device ? " (device)" : "") << " (" << m.bug_class << "; claims " << m.claims << "):\n  " << m.property
+     << ": ";
+  if (r.status == Status::failed) {
+    std::string text = r.detail;
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    const auto nl = text.rfind('\n');
+    os << "CAUGHT after " << r.cases << " cases: " << (nl == std::string::npos ? text : text.substr(nl + 1)) << "\n";
+    o.classes.emplace_back(std::string("caught by ") + m.property, static_cast<int>(r.cases));
+    o.detail = os.str();
+    return o;
+  }
+  os << name_of(r.status) << " (" << r.cases << " cases)\n";
+  o.status = Status::failed;
+  o.detail = "NOT CAUGHT: " + os.str();
+  o.replay = replay_line(ctx);
+  return o;
+}
+
+void register_layout_mutants() {
+  for (const LayoutMutant& m : layout_mutants()) {
+    add_property("mutants", m.name, Device::cpu, [&m](const RunContext& ctx) { return caught(m, ctx, false); });
+    add_property("gpu", std::string("mutants/") + m.name + "/device", Device::cuda, [&m](const RunContext& ctx) {
+      std::string why;
+      if (!kernels::device::available(&why)) return skipped(why);
+      // All the cases: the properties already run a half (paged) or a tenth (MLA) of them, small caches.
+      return caught(m, ctx, true);
+    });
+  }
+}
+KVQ_REGISTER_PROPERTIES(register_layout_mutants);
+
+}  // namespace
+}  // namespace kvq::props
