@@ -76,8 +76,6 @@ struct Recipe {
   // named recipes keep the defaults, which the oracle models.
   int e8m0_bias = 127;              // the stored E8M0 byte = e + bias (125: an off-by-two port); decode reads 127
   bool element_input_bf16 = false;  // the scaled element input rounded to BF16 first (double rounding)
-  bool element_overflow_nan = false;  // FP8 elements past the largest finite become NaN, sign kept (PyTorch
-                                      // eager .to(), ml_dtypes: their convention) instead of saturating
 };
 
 inline constexpr int kMaxRecipeBlock = 128;  // the largest block a recipe may use (MLA tiles)
@@ -94,8 +92,7 @@ KVQ_HD constexpr int element_emax(const Recipe& r) {
 // recipe's rounding (nearest_away = SGLang's ">= threshold" rule).
 KVQ_HD constexpr Conversion element_conversion(const Recipe& r) {
   const bool integer = r.element == FormatId::int4 || r.element == FormatId::int8;
-  const ConventionId convention = r.element_overflow_nan && !integer ? ConventionId::torch : ConventionId::cuda_satfinite;
-  Conversion c = convention_rule(convention, integer ? FormatId::e2m1 : r.element).conversion;
+  Conversion c = convention_rule(ConventionId::cuda_satfinite, integer ? FormatId::e2m1 : r.element).conversion;
   c.rounding = r.element_rounding;
   return c;
 }
@@ -107,7 +104,6 @@ KVQ_HD constexpr Conversion scale_conversion() {  // E4M3 block scales: cvt.rn.s
 // proven equal to it (formats/fast_paths.hpp).
 KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v) {
   if (r.element_input_bf16) v = float_from_bits(static_cast<std::uint32_t>(bf16_rne_fast(v)) << 16);
-  if (r.element_overflow_nan) return static_cast<std::uint8_t>(encode_float(format_of(r.element), element_conversion(r), v));
   const bool nearest = r.element_rounding == Rounding::nearest_even || r.element_rounding == Rounding::nearest_away;
   if (r.element == FormatId::e2m1 && nearest) return e2m1_satfinite_fast(v, r.element_rounding == Rounding::nearest_away);
   if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even) return e4m3_satfinite_fast(v);

@@ -54,9 +54,6 @@ std::vector<Edit> edits_for(const Recipe& base, const PortData& d) {
                }});
   e.push_back({1, "the scaled element rounded to BF16 first (double rounding)",
                [](Interpretation& h) { h.recipe.element_input_bf16 = true; }});
-  if (base.element == FormatId::e4m3fn)
-    e.push_back({14, "elements past 448 become NaN (PyTorch eager / ml_dtypes) instead of saturating",
-                 [](Interpretation& h) { h.recipe.element_overflow_nan = true; }});
   const bool apply_matters = base.scale == BlockScale::tensor_only ||
                              (two_level && (base.two_level == TwoLevel::reference || base.two_level == TwoLevel::four_over_six));
   if (apply_matters) {
