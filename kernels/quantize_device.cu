@@ -39,6 +39,8 @@ __device__ inline QuantizeShape specialise(QuantizeShape s) {
     s.recipe.element = kFixed[C].element;
     s.recipe.scale = kFixed[C].scale;
     if (kFixed[C].scale == BlockScale::e4m3_two_level) s.recipe.two_level = kFixed[C].two_level;
+    s.recipe.element_input_bf16 = false;  // the port-variant fields at their defaults, as constants
+    s.recipe.e8m0_bias = 127;             // (dispatch sends other values to the generic kernel)
     if (kFixed[C].scale != BlockScale::tensor_only) s.recipe.block = kFixed[C].block;
   }
   return s;
@@ -122,6 +124,7 @@ cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
   };
   const auto matches = [&](const Config& c) {
     return c.element == s.recipe.element && c.scale == s.recipe.scale && c.block == s.block() &&
+           !s.recipe.element_input_bf16 && s.recipe.e8m0_bias == 127 &&
            (c.scale != BlockScale::e4m3_two_level || c.two_level == s.recipe.two_level);
   };
 #define KVQ_FIXED(i) \
