@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "formats/fast_paths.hpp"
@@ -31,8 +32,6 @@ enum class Attention : std::uint8_t { mha, mla };
 const char* name_of(RopeStyle s);
 const char* name_of(KvLayout l);
 const char* name_of(Attention a);
-
-inline constexpr int kRopeChunk = 16;  // elements one thread handles (NeoX rope: frequencies, 2x16 elements)
 
 struct RopeShape {
   Attention attention = Attention::mha;
@@ -150,81 +149,72 @@ KVQ_HD inline float rope_rotate(float x, float partner, float c, float s, bool f
 }
 KVQ_HD inline std::uint8_t quantize_e4m3(float value, float scale) { return e4m3_satfinite_fast(mul_rn(value, scale)); }
 
-// ---- Work items: one (tensor, head, chunk) of one token ----
+// ---- Work groups: what one thread does for one token ----
 //
-// A chunk is kRopeChunk contiguous elements (nope, V, GPT-J rope: 8 whole pairs), except a NeoX rope
-// chunk: kRopeChunk frequencies f0.., i.e. elements [f0, f0 + n) and their partners [half + f0, ..),
-// so every input element is loaded once and each cos/sin value once per item. Whole chunks run
-// compile-time code (registers only, 16-byte vectors on the device); a shorter tail chunk runs
-// element by element (no arrays). Both compute each element with the same operations.
+// A token's work is a sequence of groups, in this order: Q rope (q_heads x rope groups), Q nope,
+// K rope (kv_heads x rope groups), K nope (kv_heads x nope groups), V (MHA). A rope group rotates
+// kRopePairs pairs (16 elements) at frequencies p0..: NeoX pairs (p, rope_dim/2 + p), GPT-J pairs
+// (2p, 2p + 1), so every input element and each cos/sin value is loaded once per group. A plain group
+// (nope, V) scales and converts kRopeQuantSpan contiguous elements. A part whose heads lie contiguous
+// in the input and in the output alike (Q nope; MLA K nope; V except in a paged HND cache) is one flat
+// span of heads * dim elements (head 0): its groups may straddle heads, only its last group is short.
+// A whole group runs compile-time code (registers only; on the device 16-byte loads and FP8 codes
+// converted two per instruction into 16- or 8-byte stores); a short group runs element by element (no
+// arrays). Both compute each element with the same operations, so the bytes do not depend on the split.
+
+inline constexpr int kRopeQuantSpan = 16;  // elements of a nope / V group: one 16-byte FP8 store
+inline constexpr int kRopePairs = 8;       // rotation pairs of a rope group: 16 elements
 
 enum class RopePart : std::uint8_t { q, k, v };
 
-struct RopeItem {
+struct RopeGroup {
   RopePart part = RopePart::q;
   bool rope = false;  // rope or nope part (V: false)
-  int head = 0;
-  int first = 0;      // first element (NeoX rope: first frequency) within the rope / nope / V vector
-  int count = 0;      // 1..kRopeChunk elements (NeoX rope: frequencies)
+  int head = 0;       // 0 in a flat part
+  int first = 0;      // first element (rope: first pair) within the head vector or the flat span
+  int count = 0;      // 1..kRopeQuantSpan elements, or 1..kRopePairs pairs
 };
 
-KVQ_HD inline int chunks_of(int n) { return (n + kRopeChunk - 1) / kRopeChunk; }
-// The span a rope item's `first` and `count` index: frequencies (NeoX) or elements (GPT-J; chunks start even).
-KVQ_HD inline int rope_segment(const RopeShape& s) { return s.style == RopeStyle::neox ? s.rope_dim / 2 : s.rope_dim; }
-KVQ_HD inline int rope_chunks(const RopeShape& s) { return chunks_of(rope_segment(s)); }
-KVQ_HD inline int head_chunks(const RopeShape& s) { return rope_chunks(s) + chunks_of(s.nope_dim()); }
-KVQ_HD inline int items_per_token(const RopeShape& s) {
-  const int kv = s.mla() ? head_chunks(s) : s.kv_heads * (head_chunks(s) + chunks_of(s.head_dim));
-  return s.q_heads * head_chunks(s) + kv;
+// A token's parts, in order: Q rope, Q nope, K rope, K nope, V. A part is `heads` vectors of
+// `length` elements (rope: pairs), `per_head` groups each. `paged`: the fused kernel and the append,
+// whose V is per head in an HND cache; the contiguous intermediate's V is flat.
+struct RopePartShape {
+  int heads = 0, per_head = 0, length = 0;
+  KVQ_HD int groups() const { return heads * per_head; }
+};
+struct RopeParts {
+  RopePartShape q_rope, q_nope, k_rope, k_nope, v;  // v: no groups for MLA
+};
+
+KVQ_HD inline RopePartShape rope_part(int heads, int length, int span) {
+  return {heads, (length + span - 1) / span, length};
+}
+KVQ_HD inline RopeParts rope_parts(const RopeShape& s, bool paged) {
+  const int pairs = s.rope_dim / 2;
+  const bool v_flat = !paged || s.layout == KvLayout::nhd;
+  RopeParts p;
+  p.q_rope = rope_part(s.q_heads, pairs, kRopePairs);
+  p.q_nope = rope_part(1, s.q_heads * s.nope_dim(), kRopeQuantSpan);
+  p.k_rope = rope_part(s.kv_heads, pairs, kRopePairs);
+  p.k_nope = rope_part(s.kv_heads, s.nope_dim(), kRopeQuantSpan);
+  p.v = s.mla() ? RopePartShape{} : v_flat ? rope_part(1, s.kv_heads * s.head_dim, kRopeQuantSpan)
+                                           : rope_part(s.kv_heads, s.head_dim, kRopeQuantSpan);
+  return p;
 }
 
-// Item k (0 <= k < items_per_token) of a token: Q heads first, then K heads, then V heads.
-KVQ_HD inline RopeItem rope_item(const RopeShape& s, int k) {
-  RopeItem it;
-  const int per_head = head_chunks(s);
-  if (k < s.q_heads * per_head) {
-    it.part = RopePart::q;
-  } else {
-    k -= s.q_heads * per_head;
-    it.part = k < s.kv_heads * per_head ? RopePart::k : RopePart::v;
-    if (it.part == RopePart::v) k -= s.kv_heads * per_head;
-  }
-  const int chunks = it.part == RopePart::v ? chunks_of(s.head_dim) : per_head;
-  it.head = k / chunks;
-  int c = k - it.head * chunks, length = s.head_dim;  // V: the whole head vector
-  if (it.part != RopePart::v) {
-    it.rope = c < rope_chunks(s);
-    if (it.rope) {
-      length = rope_segment(s);
-    } else {
-      c -= rope_chunks(s);
-      length = s.nope_dim();
-    }
-  }
-  it.first = c * kRopeChunk;
-  it.count = length - it.first < kRopeChunk ? length - it.first : kRopeChunk;
+// Group k (0 <= k < p.groups()) of a part; one head (a flat part, MLA K) needs no division.
+template <RopePart kPart, bool kRope>
+KVQ_HD inline RopeGroup part_group(const RopePartShape& p, int k) {
+  constexpr int span = kRope ? kRopePairs : kRopeQuantSpan;
+  RopeGroup it;
+  it.part = kPart;
+  it.rope = kRope;
+  it.head = p.heads == 1 ? 0 : k / p.per_head;
+  it.first = (k - it.head * p.per_head) * span;
+  it.count = p.length - it.first < span ? p.length - it.first : span;
   return it;
 }
 
-// n cos or sin values. Every head of a token reads the same row, so through the cache (the inputs'
-// loads are streamed: read once).
-KVQ_HD inline void load_cos_sin(const float* p, int n, float* out) {
-#if defined(__CUDA_ARCH__)
-  if (io::aligned(p, 16) && n % 4 == 0) {
-    KVQ_UNROLL
-    for (int k = 0; k < n / 4; ++k) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(p) + k);
-      out[4 * k] = v.x;
-      out[4 * k + 1] = v.y;
-      out[4 * k + 2] = v.z;
-      out[4 * k + 3] = v.w;
-    }
-    return;
-  }
-#endif
-  KVQ_UNROLL
-  for (int i = 0; i < n; ++i) out[i] = p[i];
-}
 KVQ_HD inline float cos_sin_at(const float* p) {
 #if defined(__CUDA_ARCH__)
   return __ldg(p);
@@ -233,13 +223,102 @@ KVQ_HD inline float cos_sin_at(const float* p) {
 #endif
 }
 
-// The item's source: its input tensor, the first element of its head vector, its quant scale.
+// n cos or sin values. Every head of a token reads the same row, so through the cache (the inputs'
+// loads are streamed: read once). kAligned: p is 16-byte aligned and n % 4 == 0 (not checked).
+template <bool kAligned>
+KVQ_HD inline void load_cos_sin(const float* p, int n, float* out) {
+#if defined(__CUDA_ARCH__)
+  if (kAligned || (io::aligned(p, 16) && n % 4 == 0)) {
+    KVQ_UNROLL
+    for (int k = 0; k < n / 4; ++k) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(p) + k);
+      out[4 * k] = v.x;
+      out[4 * k + 1] = v.y;
+      out[4 * k + 2] = v.z;
+      out[4 * k + 3] = v.w;
+    }
+  } else {
+    KVQ_UNROLL
+    for (int i = 0; i < n; ++i) out[i] = cos_sin_at(p + i);
+  }
+#else
+  for (int i = 0; i < n; ++i) out[i] = p[i];
+#endif
+}
+
+// n input values from element `first` of x. kAligned: the span is 16-byte aligned and a whole number
+// of 16-byte vectors (not checked), so the device loads vectors with no run-time test; otherwise
+// io::load_values tests and falls back to elements.
+template <bool kAligned>
+KVQ_HD inline void load_inputs(DType t, const void* x, std::int64_t first, int n, float* out) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (kAligned) {
+    const int bytes = t == DType::fp32 ? 4 : 2, per_word = 4 / bytes;
+    const auto* base = reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(x) + first * bytes);
+    KVQ_UNROLL
+    for (int v = 0; v < n * bytes / 16; ++v) {
+      const uint4 w = __ldcs(base + v);  // streamed: read once
+      io::unpack_word(t, w.x, out + (4 * v + 0) * per_word);
+      io::unpack_word(t, w.y, out + (4 * v + 1) * per_word);
+      io::unpack_word(t, w.z, out + (4 * v + 2) * per_word);
+      io::unpack_word(t, w.w, out + (4 * v + 3) * per_word);
+    }
+    return;
+  }
+#endif
+  io::load_values(t, x, first, n, out);
+}
+
+
+#if defined(__CUDA_ARCH__)
+// Four E4M3 codes (satfinite RNE) of y[0..3], y[0] in the low byte: each cvt.rn.satfinite.e4m3x2.f32
+// converts two values independently (the first operand into the high byte), the conversion
+// e4m3_satfinite_fast makes one value at a time; the two halves are packed without masking.
+__device__ inline std::uint32_t e4m3x4_satfinite(const float* y) {
+  std::uint32_t r;
+  asm("{\n\t.reg .b16 lo, hi;\n\t"
+      "cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n\t"
+      "cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n\t"
+      "mov.b32 %0, {lo, hi};\n\t}"
+      : "=r"(r)
+      : "f"(y[0]), "f"(y[1]), "f"(y[2]), "f"(y[3]));
+  return r;
+}
+#endif
+
+// The E4M3 codes of the n scaled values y at dst: 16- or 8-byte vectors on the device where aligned
+// (kAligned: dst is aligned to 16 bytes, or to 8 when n = 8; not checked).
+template <bool kAligned>
+KVQ_HD inline void store_e4m3(std::uint8_t* dst, const float* y, int n) {
+#if defined(__CUDA_ARCH__)
+  if (n % 16 == 0 && (kAligned || io::aligned(dst, 16))) {
+    KVQ_UNROLL
+    for (int k = 0; k < n / 16; ++k) {
+      const float* v = y + 16 * k;
+      __stcs(reinterpret_cast<uint4*>(dst) + k,
+             uint4{e4m3x4_satfinite(v), e4m3x4_satfinite(v + 4), e4m3x4_satfinite(v + 8), e4m3x4_satfinite(v + 12)});
+    }
+    return;
+  }
+  if (n % 8 == 0 && (kAligned || io::aligned(dst, 8))) {
+    KVQ_UNROLL
+    for (int k = 0; k < n / 8; ++k)
+      __stcs(reinterpret_cast<uint2*>(dst) + k, uint2{e4m3x4_satfinite(y + 8 * k), e4m3x4_satfinite(y + 8 * k + 4)});
+    return;
+  }
+#endif
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) dst[i] = e4m3_satfinite_fast(y[i]);
+}
+
+// The item's source: its input tensor, the first element of its head vector (a flat part: of the
+// token's heads), its quant scale.
 struct ItemSource {
   const void* src = nullptr;
   std::int64_t row = 0;
   float scale = 1.0f;
 };
-KVQ_HD inline ItemSource item_source(const RopeShape& s, const RopeInputs& in, std::int64_t token, const RopeItem& it) {
+KVQ_HD inline ItemSource item_source(const RopeShape& s, const RopeInputs& in, std::int64_t token, const RopeGroup& it) {
   const int heads = it.part == RopePart::q ? s.q_heads : s.kv_heads;
   const int dim = it.part == RopePart::v ? s.head_dim : (it.rope ? s.rope_dim : s.nope_dim());
   ItemSource r;
@@ -251,73 +330,74 @@ KVQ_HD inline ItemSource item_source(const RopeShape& s, const RopeInputs& in, s
   return r;
 }
 
-// The item's FP8 codes, written into `out` (element 0 of its rope / nope / V output vector): load,
-// rotate (rope part), scale, convert. Element j of the rope vector uses frequency f = j mod rope_dim/2
-// (NeoX) or j/2 (GPT-J) and the partner element of its pair. kN = kRopeChunk: a whole chunk;
-// kN = 0: it.count, element by element.
-template <int kN>
-KVQ_HD inline void rope_quantize_chunk(const RopeShape& s, const RopeInputs& in, std::int64_t token, const RopeItem& it,
-                                       std::uint8_t* out) {
-  const ItemSource src = item_source(s, in, token, it);
-  const int f0 = it.first;
-  if (!it.rope) {
-    if constexpr (kN > 0) {
-      float x[kN];
-      std::uint8_t codes[kN];
-      io::load_values(s.input, src.src, src.row + f0, kN, x);
-      KVQ_UNROLL
-      for (int i = 0; i < kN; ++i) codes[i] = quantize_e4m3(x[i], src.scale);
-      io::store_bytes(out + f0, codes, kN);
-    } else {
-      for (int i = f0; i < f0 + it.count; ++i) out[i] = quantize_e4m3(load_value(s.input, src.src, src.row + i), src.scale);
-    }
-    return;
+// A plain group's FP8 codes: E4M3(RN(x * scale)) of elements [first, first + kN) of src into out[0..kN);
+// kN = 0: count elements, one by one. kAligned: as load_inputs and store_e4m3.
+template <int kN, bool kAligned>
+KVQ_HD inline void quantize_group(DType t, const void* src, std::int64_t first, int count, float scale,
+                                  std::uint8_t* out) {
+  if constexpr (kN > 0) {
+    float y[kN];
+    load_inputs<kAligned>(t, src, first, kN, y);
+    KVQ_UNROLL
+    for (int i = 0; i < kN; ++i) y[i] = mul_rn(y[i], scale);
+    store_e4m3<kAligned>(out, y, kN);
+  } else {
+    for (int i = 0; i < count; ++i) out[i] = quantize_e4m3(load_value(t, src, first + i), scale);
   }
-  const int half = s.rope_dim / 2;
-  const float* cos_sin = in.cos_sin_cache + static_cast<std::int64_t>(in.pos_ids[token]) * s.rope_dim;
-  if (s.style == RopeStyle::neox) {  // element f (first half) pairs with half + f, both at frequency f
+}
+
+// A rope group's FP8 codes, written into `out` (element 0 of its rope output vector): load, rotate,
+// scale, convert. Pair p (frequency p) is (p, rope_dim/2 + p) for NeoX, (2p, 2p + 1) for GPT-J.
+// kN = kRopePairs: a whole group; kN = 0: it.count pairs, one by one. kAligned: as load_inputs and
+// store_e4m3.
+template <int kN, bool kAligned>
+KVQ_HD inline void rotate_group(const RopeShape& s, const ItemSource& src, const float* cos_sin, const RopeGroup& it,
+                                std::uint8_t* out) {
+  const int half = s.rope_dim / 2, p0 = it.first;
+  if (s.style == RopeStyle::neox) {
     if constexpr (kN > 0) {
       float lo[kN], hi[kN], c[kN], sn[kN];
-      std::uint8_t codes_lo[kN], codes_hi[kN];
-      io::load_values(s.input, src.src, src.row + f0, kN, lo);
-      io::load_values(s.input, src.src, src.row + half + f0, kN, hi);
-      load_cos_sin(cos_sin + f0, kN, c);
-      load_cos_sin(cos_sin + half + f0, kN, sn);
+      load_inputs<kAligned>(s.input, src.src, src.row + p0, kN, lo);
+      load_inputs<kAligned>(s.input, src.src, src.row + half + p0, kN, hi);
+      load_cos_sin<kAligned>(cos_sin + p0, kN, c);
+      load_cos_sin<kAligned>(cos_sin + half + p0, kN, sn);
+      float y_lo[kN], y_hi[kN];
       KVQ_UNROLL
       for (int i = 0; i < kN; ++i) {
-        codes_lo[i] = quantize_e4m3(rope_rotate(lo[i], hi[i], c[i], sn[i], true), src.scale);
-        codes_hi[i] = quantize_e4m3(rope_rotate(hi[i], lo[i], c[i], sn[i], false), src.scale);
+        y_lo[i] = mul_rn(rope_rotate(lo[i], hi[i], c[i], sn[i], true), src.scale);
+        y_hi[i] = mul_rn(rope_rotate(hi[i], lo[i], c[i], sn[i], false), src.scale);
       }
-      io::store_bytes(out + f0, codes_lo, kN);
-      io::store_bytes(out + half + f0, codes_hi, kN);
+      store_e4m3<kAligned>(out + p0, y_lo, kN);
+      store_e4m3<kAligned>(out + half + p0, y_hi, kN);
     } else {
-      for (int f = f0; f < f0 + it.count; ++f) {
-        const float lo = load_value(s.input, src.src, src.row + f);
-        const float hi = load_value(s.input, src.src, src.row + half + f);
-        const float c = cos_sin_at(cos_sin + f), sn = cos_sin_at(cos_sin + half + f);
-        out[f] = quantize_e4m3(rope_rotate(lo, hi, c, sn, true), src.scale);
-        out[half + f] = quantize_e4m3(rope_rotate(hi, lo, c, sn, false), src.scale);
+      for (int p = p0; p < p0 + it.count; ++p) {
+        const float lo = load_value(s.input, src.src, src.row + p);
+        const float hi = load_value(s.input, src.src, src.row + half + p);
+        const float c = cos_sin_at(cos_sin + p), sn = cos_sin_at(cos_sin + half + p);
+        out[p] = quantize_e4m3(rope_rotate(lo, hi, c, sn, true), src.scale);
+        out[half + p] = quantize_e4m3(rope_rotate(hi, lo, c, sn, false), src.scale);
       }
     }
     return;
   }
-  if constexpr (kN > 0) {  // GPT-J: elements (2j, 2j + 1) at frequency j
-    float x[kN], c[kN / 2], sn[kN / 2];
-    std::uint8_t codes[kN];
-    io::load_values(s.input, src.src, src.row + f0, kN, x);
-    load_cos_sin(cos_sin + f0 / 2, kN / 2, c);
-    load_cos_sin(cos_sin + half + f0 / 2, kN / 2, sn);
+  if constexpr (kN > 0) {
+    float x[2 * kN], c[kN], sn[kN], y[2 * kN];
+    load_inputs<kAligned>(s.input, src.src, src.row + 2 * p0, 2 * kN, x);
+    load_cos_sin<kAligned>(cos_sin + p0, kN, c);
+    load_cos_sin<kAligned>(cos_sin + half + p0, kN, sn);
     KVQ_UNROLL
-    for (int i = 0; i < kN; ++i)
-      codes[i] = quantize_e4m3(rope_rotate(x[i], x[i ^ 1], c[i / 2], sn[i / 2], (i & 1) == 0), src.scale);
-    io::store_bytes(out + f0, codes, kN);
+    for (int i = 0; i < kN; ++i) {
+      y[2 * i] = mul_rn(rope_rotate(x[2 * i], x[2 * i + 1], c[i], sn[i], true), src.scale);
+      y[2 * i + 1] = mul_rn(rope_rotate(x[2 * i + 1], x[2 * i], c[i], sn[i], false), src.scale);
+    }
+    store_e4m3<kAligned>(out + 2 * p0, y, 2 * kN);
   } else {
-    for (int e = f0; e < f0 + it.count; e += 2) {
-      const float x0 = load_value(s.input, src.src, src.row + e);
-      const float x1 = load_value(s.input, src.src, src.row + e + 1);
-      const float c = cos_sin_at(cos_sin + e / 2), sn = cos_sin_at(cos_sin + half + e / 2);
-      out[e] = quantize_e4m3(rope_rotate(x0, x1, c, sn, true), src.scale);
-      out[e + 1] = quantize_e4m3(rope_rotate(x1, x0, c, sn, false), src.scale);
+    for (int p = p0; p < p0 + it.count; ++p) {
+      const float x0 = load_value(s.input, src.src, src.row + 2 * p);
+      const float x1 = load_value(s.input, src.src, src.row + 2 * p + 1);
+      const float c = cos_sin_at(cos_sin + p), sn = cos_sin_at(cos_sin + half + p);
+      out[2 * p] = quantize_e4m3(rope_rotate(x0, x1, c, sn, true), src.scale);
+      out[2 * p + 1] = quantize_e4m3(rope_rotate(x1, x0, c, sn, false), src.scale);
     }
   }
 }
@@ -353,55 +433,143 @@ KVQ_HD inline std::int64_t kv_vector(const RopeShape& s, bool paged, std::int64_
   return (page * s.kv_heads + head) * s.page_size + entry;
 }
 
-// Element 0 of a K/V item's output vector (its rope / nope / V part). MHA K is [rope | nope]; MLA
-// K-rope goes to kpe, K-nope to ckv.
+// Element 0 of a K/V group's output vector (its rope / nope / V part; a flat part: of the slot's
+// heads). MHA K is [rope | nope]; MLA K-rope goes to kpe, K-nope to ckv.
 KVQ_HD inline std::uint8_t* kv_destination(const RopeShape& s, const KvBuffers& b, std::int64_t vector,
-                                           const RopeItem& it) {
+                                           const RopeGroup& it) {
   if (s.mla()) return it.rope ? b.kpe + vector * s.rope_dim : b.ckv + vector * s.nope_dim();
   if (it.part == RopePart::v) return b.v + vector * s.head_dim;
   return b.k + vector * s.head_dim + (it.rope ? 0 : s.rope_dim);
 }
-KVQ_HD inline std::uint8_t* q_destination(const RopeShape& s, const QOutputs& q, std::int64_t token, const RopeItem& it) {
+KVQ_HD inline std::uint8_t* q_destination(const RopeShape& s, const QOutputs& q, std::int64_t token, const RopeGroup& it) {
   const int dim = it.rope ? s.rope_dim : s.nope_dim();
   return (it.rope ? q.q_rope : q.q_nope) + (token * s.q_heads + it.head) * dim;
 }
 
-// One item of the fused kernel, or (paged = false) of the unfused RoPE + quantize kernel.
-KVQ_HD inline void rope_item_work(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& out,
-                                  const PageTable& t, bool paged, std::int64_t token, const RopeItem& it) {
-  if (!token_rotates(s, in, t.batch_indices, token)) return;
+// Where one token goes: false for padding or an index the kernel cannot honour (nothing written, Q
+// included); else its K/V vectors kv_vector(slot, head) = vector + head * head_stride (paged = false:
+// the contiguous intermediate, slot = token) and its cos/sin row.
+struct TokenTarget {
+  std::int64_t vector = 0;
+  int head_stride = 1;
+  const float* cos_sin = nullptr;
+};
+KVQ_HD inline bool token_target(const RopeShape& s, const RopeInputs& in, const PageTable& t, bool paged,
+                                std::int64_t token, TokenTarget* at) {
+  if (!token_rotates(s, in, t.batch_indices, token)) return false;
   std::int64_t page = token, entry = 0;
-  if (paged && !token_slot(s, t, token, &page, &entry)) return;  // padding: no K/V and no Q either
+  if (paged && !token_slot(s, t, token, &page, &entry)) return false;
+  at->vector = kv_vector(s, paged, page, entry, 0);
+  at->head_stride = paged && s.layout == KvLayout::hnd ? s.page_size : 1;
+  at->cos_sin = in.cos_sin_cache + static_cast<std::int64_t>(in.pos_ids[token]) * s.rope_dim;
+  return true;
+}
+
+// True when every group is whole and its loads and stores aligned (16 bytes; NeoX rope codes: 8):
+// rope_dim and head_dim multiples of 16 and every buffer 16-byte aligned. The kernels and the CPU
+// twins then run the kWhole code: no tail groups, no alignment tests.
+inline bool rope_groups_whole(const RopeShape& s, std::initializer_list<const void*> buffers) {
+  if (s.rope_dim % 16 != 0 || s.head_dim % 16 != 0) return false;
+  for (const void* b : buffers)
+    if (reinterpret_cast<std::uintptr_t>(b) % 16 != 0) return false;
+  return true;
+}
+
+inline bool rope_groups_whole(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& out) {
+  return rope_groups_whole(s, {in.q_rope, in.q_nope, in.k_rope, in.k_nope, in.v, in.cos_sin_cache, q.q_rope, q.q_nope,
+                               out.k, out.v, out.ckv, out.kpe});
+}
+
+// One group of the fused kernel, or (the contiguous intermediate's target) of the unfused RoPE +
+// quantize kernel. kWhole: rope_groups_whole held.
+template <bool kWhole>
+KVQ_HD inline void rope_group_work(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& out,
+                                   std::int64_t token, const TokenTarget& at, const RopeGroup& it) {
+  const ItemSource src = item_source(s, in, token, it);
   std::uint8_t* dst = it.part == RopePart::q ? q_destination(s, q, token, it)
-                                             : kv_destination(s, out, kv_vector(s, paged, page, entry, it.head), it);
-  if (it.count == kRopeChunk) {
-    rope_quantize_chunk<kRopeChunk>(s, in, token, it, dst);
+                                             : kv_destination(s, out, at.vector + it.head * at.head_stride, it);
+  if (!it.rope) {
+    if (kWhole || it.count == kRopeQuantSpan) {
+      quantize_group<kRopeQuantSpan, kWhole>(s.input, src.src, src.row + it.first, it.count, src.scale, dst + it.first);
+    } else {
+      quantize_group<0, false>(s.input, src.src, src.row + it.first, it.count, src.scale, dst + it.first);
+    }
+  } else if (kWhole || it.count == kRopePairs) {
+    rotate_group<kRopePairs, kWhole>(s, src, at.cos_sin, it, dst);
   } else {
-    rope_quantize_chunk<0>(s, in, token, it, dst);
+    rotate_group<0, false>(s, src, at.cos_sin, it, dst);
   }
 }
 
-// count bytes from src to dst: one 16-byte vector on the device when whole and aligned.
+// Groups lane, lane + lanes, ... of each part of one token: a warp's lanes on the device (lanes = 32),
+// all of them on the host (lane 0, lanes 1). Each part is its own loop, so a loop's group code is
+// either a rope or a plain group's, known at compile time.
+template <RopePart kPart, bool kRope, bool kWhole>
+KVQ_HD inline void rope_part_work(const RopeShape& s, const RopePartShape& p, const RopeInputs& in, const QOutputs& q,
+                                  const KvBuffers& out, std::int64_t token, const TokenTarget& at, int lane, int lanes) {
+  for (int k = lane; k < p.groups(); k += lanes)
+    rope_group_work<kWhole>(s, in, q, out, token, at, part_group<kPart, kRope>(p, k));
+}
+template <bool kWhole>
+KVQ_HD inline void rope_token_work(const RopeShape& s, const RopeParts& p, const RopeInputs& in, const QOutputs& q,
+                                   const KvBuffers& out, const PageTable& t, bool paged, std::int64_t token, int lane,
+                                   int lanes) {
+  TokenTarget at;
+  if (!token_target(s, in, t, paged, token, &at)) return;
+  rope_part_work<RopePart::q, true, kWhole>(s, p.q_rope, in, q, out, token, at, lane, lanes);
+  rope_part_work<RopePart::q, false, kWhole>(s, p.q_nope, in, q, out, token, at, lane, lanes);
+  rope_part_work<RopePart::k, true, kWhole>(s, p.k_rope, in, q, out, token, at, lane, lanes);
+  rope_part_work<RopePart::k, false, kWhole>(s, p.k_nope, in, q, out, token, at, lane, lanes);
+  rope_part_work<RopePart::v, false, kWhole>(s, p.v, in, q, out, token, at, lane, lanes);
+}
+
+// count bytes from src to dst: one 16- or 8-byte vector on the device when whole and aligned.
 KVQ_HD inline void copy_span(const std::uint8_t* src, std::uint8_t* dst, int count) {
 #if defined(__CUDA_ARCH__)
   if (count == 16 && io::aligned(src, 16) && io::aligned(dst, 16)) {
     __stcs(reinterpret_cast<uint4*>(dst), __ldcs(reinterpret_cast<const uint4*>(src)));
     return;
   }
+  if (count == 8 && io::aligned(src, 8) && io::aligned(dst, 8)) {
+    __stcs(reinterpret_cast<uint2*>(dst), __ldcs(reinterpret_cast<const uint2*>(src)));
+    return;
+  }
 #endif
   for (int i = 0; i < count; ++i) dst[i] = src[i];
 }
 
-// Unfused (b): item k (0 <= k < items_per_token, K/V items only) copies its bytes into the cache
-// (a NeoX rope item: its two spans).
-KVQ_HD inline void append_item_work(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache,
-                                    const PageTable& t, std::int64_t token, const RopeItem& it) {
-  std::int64_t page = 0, entry = 0;
-  if (it.part == RopePart::q || !token_slot(s, t, token, &page, &entry)) return;
+// Unfused (b): a K/V group (paged groups) copies its bytes from the contiguous intermediate into the
+// cache (a NeoX rope group: its two spans).
+KVQ_HD inline void append_group_work(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache,
+                                     std::int64_t token, std::int64_t page, std::int64_t entry, const RopeGroup& it) {
   const std::uint8_t* src = kv_destination(s, contiguous, kv_vector(s, false, token, 0, it.head), it);
   std::uint8_t* dst = kv_destination(s, cache, kv_vector(s, true, page, entry, it.head), it);
-  copy_span(src + it.first, dst + it.first, it.count);
-  if (it.rope && s.style == RopeStyle::neox) copy_span(src + s.rope_dim / 2 + it.first, dst + s.rope_dim / 2 + it.first, it.count);
+  if (!it.rope) {
+    copy_span(src + it.first, dst + it.first, it.count);
+  } else if (s.style == RopeStyle::gptj) {
+    copy_span(src + 2 * it.first, dst + 2 * it.first, 2 * it.count);
+  } else {
+    const int half = s.rope_dim / 2;
+    copy_span(src + it.first, dst + it.first, it.count);
+    copy_span(src + half + it.first, dst + half + it.first, it.count);
+  }
+}
+
+// The K/V groups of one token, lanes as in rope_token_work (paged parts); padding writes nothing.
+template <RopePart kPart, bool kRope>
+KVQ_HD inline void append_part_work(const RopeShape& s, const RopePartShape& p, const KvBuffers& contiguous,
+                                    const KvBuffers& cache, std::int64_t token, std::int64_t page, std::int64_t entry,
+                                    int lane, int lanes) {
+  for (int k = lane; k < p.groups(); k += lanes)
+    append_group_work(s, contiguous, cache, token, page, entry, part_group<kPart, kRope>(p, k));
+}
+KVQ_HD inline void append_token_work(const RopeShape& s, const RopeParts& p, const KvBuffers& contiguous,
+                                     const KvBuffers& cache, const PageTable& t, std::int64_t token, int lane, int lanes) {
+  std::int64_t page = 0, entry = 0;
+  if (!token_slot(s, t, token, &page, &entry)) return;
+  append_part_work<RopePart::k, true>(s, p.k_rope, contiguous, cache, token, page, entry, lane, lanes);
+  append_part_work<RopePart::k, false>(s, p.k_nope, contiguous, cache, token, page, entry, lane, lanes);
+  append_part_work<RopePart::v, false>(s, p.v, contiguous, cache, token, page, entry, lane, lanes);
 }
 
 // GPU: device pointers, an opaque cudaStream_t; "" or the CUDA / validation error. The index arrays

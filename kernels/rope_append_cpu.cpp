@@ -87,12 +87,18 @@ std::string validate_table(const RopeShape& s, const PageTable& t) {
 
 namespace {
 
-// Every (token, item) of the shape, in order.
-template <typename Work>
-void for_each_item(const RopeShape& s, Work&& work) {
-  const int items = items_per_token(s);
-  for (std::int64_t i = 0; i < s.tokens; ++i)
-    for (int k = 0; k < items; ++k) work(i, rope_item(s, k));
+// Every token's groups, in order, with the kernels' choice of whole-group code.
+void rope_twin(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& out, const PageTable& t,
+               bool paged) {
+  const RopeParts p = rope_parts(s, paged);
+  const bool whole = rope_groups_whole(s, in, q, out);
+  for (std::int64_t i = 0; i < s.tokens; ++i) {
+    if (whole) {
+      rope_token_work<true>(s, p, in, q, out, t, paged, i, 0, 1);
+    } else {
+      rope_token_work<false>(s, p, in, q, out, t, paged, i, 0, 1);
+    }
+  }
 }
 
 }  // namespace
@@ -169,7 +175,7 @@ std::string rope_append_cpu(const RopeShape& s, const RopeInputs& in, const QOut
   if (e.empty()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
   if (e.empty()) e = validate_indices(s, in.pos_ids, t);
   if (!e.empty()) return e;
-  for_each_item(s, [&](std::int64_t i, const RopeItem& it) { rope_item_work(s, in, q, cache, t, true, i, it); });
+  rope_twin(s, in, q, cache, t, true);
   return {};
 }
 
@@ -187,7 +193,7 @@ std::string rope_quantize_cpu(const RopeShape& s, const RopeInputs& in, const QO
   if (!e.empty()) return e;
   PageTable t;
   t.batch_indices = batch_indices;
-  for_each_item(s, [&](std::int64_t i, const RopeItem& it) { rope_item_work(s, in, q, contiguous, t, false, i, it); });
+  rope_twin(s, in, q, contiguous, t, false);
   return {};
 }
 
@@ -198,7 +204,8 @@ std::string append_paged_cpu(const RopeShape& s, const KvBuffers& contiguous, co
   if (e.empty()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
   if (e.empty()) e = validate_indices(s, nullptr, t);
   if (!e.empty()) return e;
-  for_each_item(s, [&](std::int64_t i, const RopeItem& it) { append_item_work(s, contiguous, cache, t, i, it); });
+  const RopeParts p = rope_parts(s, true);
+  for (std::int64_t i = 0; i < s.tokens; ++i) append_token_work(s, p, contiguous, cache, t, i, 0, 1);
   return {};
 }
 
