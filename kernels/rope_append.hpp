@@ -162,7 +162,7 @@ KVQ_HD inline std::uint8_t quantize_e4m3(float value, float scale) { return e4m3
 // converted two per instruction into 16- or 8-byte stores); a short group runs element by element (no
 // arrays). Both compute each element with the same operations, so the bytes do not depend on the split.
 
-inline constexpr int kRopeQuantSpan = 16;  // elements of a nope / V group: one 16-byte FP8 store
+inline constexpr int kRopeQuantSpan = 32;  // elements of a nope / V group: two 16-byte FP8 stores
 inline constexpr int kRopePairs = 8;       // rotation pairs of a rope group: 16 elements
 
 enum class RopePart : std::uint8_t { q, k, v };
@@ -209,7 +209,7 @@ KVQ_HD inline RopeGroup part_group(const RopePartShape& p, int k) {
   RopeGroup it;
   it.part = kPart;
   it.rope = kRope;
-  it.head = p.heads == 1 ? 0 : k / p.per_head;
+  it.head = p.heads == 1 ? 0 : static_cast<int>(static_cast<unsigned>(k) / static_cast<unsigned>(p.per_head));
   it.first = (k - it.head * p.per_head) * span;
   it.count = p.length - it.first < span ? p.length - it.first : span;
   return it;
@@ -263,6 +263,11 @@ KVQ_HD inline void load_inputs(DType t, const void* x, std::int64_t first, int n
       io::unpack_word(t, w.z, out + (4 * v + 2) * per_word);
       io::unpack_word(t, w.w, out + (4 * v + 3) * per_word);
     }
+    if (n * bytes % 16 == 8) {  // a last 8-byte vector
+      const uint2 w = __ldcs(reinterpret_cast<const uint2*>(base + n * bytes / 16));
+      io::unpack_word(t, w.x, out + (n * bytes / 16 * 4) * per_word);
+      io::unpack_word(t, w.y, out + (n * bytes / 16 * 4 + 1) * per_word);
+    }
     return;
   }
 #endif
@@ -304,6 +309,10 @@ KVQ_HD inline void store_e4m3(std::uint8_t* dst, const float* y, int n) {
     KVQ_UNROLL
     for (int k = 0; k < n / 8; ++k)
       __stcs(reinterpret_cast<uint2*>(dst) + k, uint2{e4m3x4_satfinite(y + 8 * k), e4m3x4_satfinite(y + 8 * k + 4)});
+    return;
+  }
+  if (n == 4 && (kAligned || io::aligned(dst, 4))) {
+    __stcs(reinterpret_cast<unsigned int*>(dst), e4m3x4_satfinite(y));
     return;
   }
 #endif
@@ -356,19 +365,22 @@ KVQ_HD inline void rotate_group(const RopeShape& s, const ItemSource& src, const
   const int half = s.rope_dim / 2, p0 = it.first;
   if (s.style == RopeStyle::neox) {
     if constexpr (kN > 0) {
-      float lo[kN], hi[kN], c[kN], sn[kN];
-      load_inputs<kAligned>(s.input, src.src, src.row + p0, kN, lo);
-      load_inputs<kAligned>(s.input, src.src, src.row + half + p0, kN, hi);
-      load_cos_sin<kAligned>(cos_sin + p0, kN, c);
-      load_cos_sin<kAligned>(cos_sin + half + p0, kN, sn);
-      float y_lo[kN], y_hi[kN];
+      constexpr int kSub = kN / 2;  // pairs at a time: half the registers
       KVQ_UNROLL
-      for (int i = 0; i < kN; ++i) {
-        y_lo[i] = mul_rn(rope_rotate(lo[i], hi[i], c[i], sn[i], true), src.scale);
-        y_hi[i] = mul_rn(rope_rotate(hi[i], lo[i], c[i], sn[i], false), src.scale);
+      for (int q0 = p0; q0 < p0 + kN; q0 += kSub) {
+        float lo[kSub], hi[kSub], c[kSub], sn[kSub], y_lo[kSub], y_hi[kSub];
+        load_inputs<kAligned>(s.input, src.src, src.row + q0, kSub, lo);
+        load_inputs<kAligned>(s.input, src.src, src.row + half + q0, kSub, hi);
+        load_cos_sin<kAligned>(cos_sin + q0, kSub, c);
+        load_cos_sin<kAligned>(cos_sin + half + q0, kSub, sn);
+        KVQ_UNROLL
+        for (int i = 0; i < kSub; ++i) {
+          y_lo[i] = mul_rn(rope_rotate(lo[i], hi[i], c[i], sn[i], true), src.scale);
+          y_hi[i] = mul_rn(rope_rotate(hi[i], lo[i], c[i], sn[i], false), src.scale);
+        }
+        store_e4m3<kAligned>(out + q0, y_lo, kSub);
+        store_e4m3<kAligned>(out + half + q0, y_hi, kSub);
       }
-      store_e4m3<kAligned>(out + p0, y_lo, kN);
-      store_e4m3<kAligned>(out + half + p0, y_hi, kN);
     } else {
       for (int p = p0; p < p0 + it.count; ++p) {
         const float lo = load_value(s.input, src.src, src.row + p);
@@ -466,10 +478,11 @@ KVQ_HD inline bool token_target(const RopeShape& s, const RopeInputs& in, const 
 }
 
 // True when every group is whole and its loads and stores aligned (16 bytes; NeoX rope codes: 8):
-// rope_dim and head_dim multiples of 16 and every buffer 16-byte aligned. The kernels and the CPU
+// rope_dim and head_dim multiples of 32 (so nope_dim too: whole plain groups) and every buffer
+// 16-byte aligned. The kernels and the CPU
 // twins then run the kWhole code: no tail groups, no alignment tests.
 inline bool rope_groups_whole(const RopeShape& s, std::initializer_list<const void*> buffers) {
-  if (s.rope_dim % 16 != 0 || s.head_dim % 16 != 0) return false;
+  if (s.rope_dim % kRopeQuantSpan != 0 || s.head_dim % kRopeQuantSpan != 0) return false;
   for (const void* b : buffers)
     if (reinterpret_cast<std::uintptr_t>(b) % 16 != 0) return false;
   return true;

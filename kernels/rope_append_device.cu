@@ -17,7 +17,7 @@ constexpr int kWarps = kThreads / 32;
 // Warp w of the grid takes tokens w, w + warps, ...: the token's slot and cos/sin row are found once
 // per lane, then amortised over its groups.
 template <DType T, RopeStyle S, bool kPaged, bool kWhole>
-__global__ void __launch_bounds__(kThreads) rope_kernel(RopeShape shape, RopeInputs in, QOutputs q, KvBuffers out,
+__global__ void __launch_bounds__(kThreads, kWhole && T != DType::fp32 ? 5 : 4) rope_kernel(RopeShape shape, RopeInputs in, QOutputs q, KvBuffers out,
                                                         PageTable t) {
   RopeShape s = shape;
   s.input = T;
@@ -30,7 +30,7 @@ __global__ void __launch_bounds__(kThreads) rope_kernel(RopeShape shape, RopeInp
 
 // K/V groups only, one warp per token as above.
 template <RopeStyle S>
-__global__ void __launch_bounds__(kThreads) append_kernel(RopeShape shape, KvBuffers contiguous, KvBuffers cache,
+__global__ void __launch_bounds__(kThreads, 4) append_kernel(RopeShape shape, KvBuffers contiguous, KvBuffers cache,
                                                           PageTable t) {
   RopeShape s = shape;
   s.style = S;
