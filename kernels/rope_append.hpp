@@ -320,11 +320,11 @@ KVQ_HD inline void store_e4m3(std::uint8_t* dst, const float* y, int n) {
   for (int i = 0; i < n; ++i) dst[i] = e4m3_satfinite_fast(y[i]);
 }
 
-// The item's source: its input tensor, the first element of its head vector (a flat part: of the
-// token's heads), its quant scale.
+// The group's source: element 0 of its head vector in its input tensor (a flat part: of the token's
+// heads), its quant scale. The offset is the token's (the same for all its groups) plus the head's,
+// so the kernels compute the token's part once per part loop.
 struct ItemSource {
   const void* src = nullptr;
-  std::int64_t row = 0;
   float scale = 1.0f;
 };
 KVQ_HD inline ItemSource item_source(const RopeShape& s, const RopeInputs& in, std::int64_t token, const RopeGroup& it) {
@@ -332,10 +332,12 @@ KVQ_HD inline ItemSource item_source(const RopeShape& s, const RopeInputs& in, s
   const int dim = it.part == RopePart::v ? s.head_dim : (it.rope ? s.rope_dim : s.nope_dim());
   ItemSource r;
   r.scale = it.part == RopePart::q ? in.quant_scale_q : in.quant_scale_kv;
-  r.src = it.part == RopePart::v ? in.v
-          : it.part == RopePart::q ? (it.rope ? in.q_rope : in.q_nope)
-                                   : (it.rope ? in.k_rope : in.k_nope);
-  r.row = (token * heads + it.head) * dim;
+  const void* tensor = it.part == RopePart::v ? in.v
+                       : it.part == RopePart::q ? (it.rope ? in.q_rope : in.q_nope)
+                                                : (it.rope ? in.k_rope : in.k_nope);
+  const int bytes = s.input == DType::fp32 ? 4 : 2;
+  r.src = static_cast<const unsigned char*>(tensor) + token * (std::int64_t{heads} * dim * bytes) +
+          std::int64_t{it.head} * dim * bytes;
   return r;
 }
 
@@ -369,8 +371,8 @@ KVQ_HD inline void rotate_group(const RopeShape& s, const ItemSource& src, const
       KVQ_UNROLL
       for (int q0 = p0; q0 < p0 + kN; q0 += kSub) {
         float lo[kSub], hi[kSub], c[kSub], sn[kSub], y_lo[kSub], y_hi[kSub];
-        load_inputs<kAligned>(s.input, src.src, src.row + q0, kSub, lo);
-        load_inputs<kAligned>(s.input, src.src, src.row + half + q0, kSub, hi);
+        load_inputs<kAligned>(s.input, src.src, q0, kSub, lo);
+        load_inputs<kAligned>(s.input, src.src, half + q0, kSub, hi);
         load_cos_sin<kAligned>(cos_sin + q0, kSub, c);
         load_cos_sin<kAligned>(cos_sin + half + q0, kSub, sn);
         KVQ_UNROLL
@@ -383,8 +385,8 @@ KVQ_HD inline void rotate_group(const RopeShape& s, const ItemSource& src, const
       }
     } else {
       for (int p = p0; p < p0 + it.count; ++p) {
-        const float lo = load_value(s.input, src.src, src.row + p);
-        const float hi = load_value(s.input, src.src, src.row + half + p);
+        const float lo = load_value(s.input, src.src, p);
+        const float hi = load_value(s.input, src.src, half + p);
         const float c = cos_sin_at(cos_sin + p), sn = cos_sin_at(cos_sin + half + p);
         out[p] = quantize_e4m3(rope_rotate(lo, hi, c, sn, true), src.scale);
         out[half + p] = quantize_e4m3(rope_rotate(hi, lo, c, sn, false), src.scale);
@@ -394,7 +396,7 @@ KVQ_HD inline void rotate_group(const RopeShape& s, const ItemSource& src, const
   }
   if constexpr (kN > 0) {
     float x[2 * kN], c[kN], sn[kN], y[2 * kN];
-    load_inputs<kAligned>(s.input, src.src, src.row + 2 * p0, 2 * kN, x);
+    load_inputs<kAligned>(s.input, src.src, 2 * p0, 2 * kN, x);
     load_cos_sin<kAligned>(cos_sin + p0, kN, c);
     load_cos_sin<kAligned>(cos_sin + half + p0, kN, sn);
     KVQ_UNROLL
@@ -405,8 +407,8 @@ KVQ_HD inline void rotate_group(const RopeShape& s, const ItemSource& src, const
     store_e4m3<kAligned>(out + 2 * p0, y, 2 * kN);
   } else {
     for (int p = p0; p < p0 + it.count; ++p) {
-      const float x0 = load_value(s.input, src.src, src.row + 2 * p);
-      const float x1 = load_value(s.input, src.src, src.row + 2 * p + 1);
+      const float x0 = load_value(s.input, src.src, 2 * p);
+      const float x1 = load_value(s.input, src.src, 2 * p + 1);
       const float c = cos_sin_at(cos_sin + p), sn = cos_sin_at(cos_sin + half + p);
       out[2 * p] = quantize_e4m3(rope_rotate(x0, x1, c, sn, true), src.scale);
       out[2 * p + 1] = quantize_e4m3(rope_rotate(x1, x0, c, sn, false), src.scale);
@@ -447,15 +449,17 @@ KVQ_HD inline std::int64_t kv_vector(const RopeShape& s, bool paged, std::int64_
 
 // Element 0 of a K/V group's output vector (its rope / nope / V part; a flat part: of the slot's
 // heads). MHA K is [rope | nope]; MLA K-rope goes to kpe, K-nope to ckv.
+// The vector index is vector + head_vectors (a slot's first head and the head's distance from it).
 KVQ_HD inline std::uint8_t* kv_destination(const RopeShape& s, const KvBuffers& b, std::int64_t vector,
-                                           const RopeGroup& it) {
-  if (s.mla()) return it.rope ? b.kpe + vector * s.rope_dim : b.ckv + vector * s.nope_dim();
-  if (it.part == RopePart::v) return b.v + vector * s.head_dim;
-  return b.k + vector * s.head_dim + (it.rope ? 0 : s.rope_dim);
+                                           const RopeGroup& it, std::int64_t head_vectors = 0) {
+  const int dim = s.mla() ? (it.rope ? s.rope_dim : s.nope_dim()) : s.head_dim;
+  std::uint8_t* base =
+      s.mla() ? (it.rope ? b.kpe : b.ckv) : it.part == RopePart::v ? b.v : b.k + (it.rope ? 0 : s.rope_dim);
+  return base + vector * dim + head_vectors * dim;
 }
 KVQ_HD inline std::uint8_t* q_destination(const RopeShape& s, const QOutputs& q, std::int64_t token, const RopeGroup& it) {
   const int dim = it.rope ? s.rope_dim : s.nope_dim();
-  return (it.rope ? q.q_rope : q.q_nope) + (token * s.q_heads + it.head) * dim;
+  return (it.rope ? q.q_rope : q.q_nope) + token * (std::int64_t{s.q_heads} * dim) + std::int64_t{it.head} * dim;
 }
 
 // Where one token goes: false for padding or an index the kernel cannot honour (nothing written, Q
@@ -500,12 +504,12 @@ KVQ_HD inline void rope_group_work(const RopeShape& s, const RopeInputs& in, con
                                    std::int64_t token, const TokenTarget& at, const RopeGroup& it) {
   const ItemSource src = item_source(s, in, token, it);
   std::uint8_t* dst = it.part == RopePart::q ? q_destination(s, q, token, it)
-                                             : kv_destination(s, out, at.vector + it.head * at.head_stride, it);
+                                             : kv_destination(s, out, at.vector, it, std::int64_t{it.head} * at.head_stride);
   if (!it.rope) {
     if (kWhole || it.count == kRopeQuantSpan) {
-      quantize_group<kRopeQuantSpan, kWhole>(s.input, src.src, src.row + it.first, it.count, src.scale, dst + it.first);
+      quantize_group<kRopeQuantSpan, kWhole>(s.input, src.src, it.first, it.count, src.scale, dst + it.first);
     } else {
-      quantize_group<0, false>(s.input, src.src, src.row + it.first, it.count, src.scale, dst + it.first);
+      quantize_group<0, false>(s.input, src.src, it.first, it.count, src.scale, dst + it.first);
     }
   } else if (kWhole || it.count == kRopePairs) {
     rotate_group<kRopePairs, kWhole>(s, src, at.cos_sin, it, dst);
