@@ -17,6 +17,7 @@
 // kv_indices[page_iter]; it is rotated by the angles of row pos_ids[i] of the cache.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -180,14 +181,26 @@ struct RopeGroup {
 // whose V is per head in an HND cache; the contiguous intermediate's V is flat.
 struct RopePartShape {
   int heads = 0, per_head = 0, length = 0;
+  int shift = -1;  // log2(per_head) when a power of two (rope parts: rope_dim 32, 64, 128, 256), else -1
   KVQ_HD int groups() const { return heads * per_head; }
 };
 struct RopeParts {
   RopePartShape q_rope, q_nope, k_rope, k_nope, v;  // v: no groups for MLA
 };
 
+// log2(n) when n > 0 is a power of two, else -1.
+KVQ_HD inline int exact_log2(int n) {
+  if (n <= 0 || (n & (n - 1)) != 0) return -1;
+#if defined(__CUDA_ARCH__)
+  return __popc(n - 1);
+#else
+  return std::popcount(static_cast<unsigned>(n - 1));
+#endif
+}
+
 KVQ_HD inline RopePartShape rope_part(int heads, int length, int span) {
-  return {heads, (length + span - 1) / span, length};
+  const int per_head = (length + span - 1) / span;
+  return {heads, per_head, length, exact_log2(per_head)};
 }
 KVQ_HD inline RopeParts rope_parts(const RopeShape& s, bool paged) {
   const int pairs = s.rope_dim / 2;
@@ -202,14 +215,17 @@ KVQ_HD inline RopeParts rope_parts(const RopeShape& s, bool paged) {
   return p;
 }
 
-// Group k (0 <= k < p.groups()) of a part; one head (a flat part, MLA K) needs no division.
+// Group k (0 <= k < p.groups()) of a part; one head (a flat part, MLA K) or a power-of-two number of
+// groups a head needs no division.
 template <RopePart kPart, bool kRope>
 KVQ_HD inline RopeGroup part_group(const RopePartShape& p, int k) {
   constexpr int span = kRope ? kRopePairs : kRopeQuantSpan;
   RopeGroup it;
   it.part = kPart;
   it.rope = kRope;
-  it.head = p.heads == 1 ? 0 : static_cast<int>(static_cast<unsigned>(k) / static_cast<unsigned>(p.per_head));
+  it.head = p.heads == 1   ? 0
+            : p.shift >= 0 ? k >> p.shift
+                           : static_cast<int>(static_cast<unsigned>(k) / static_cast<unsigned>(p.per_head));
   it.first = (k - it.head * p.per_head) * span;
   it.count = p.length - it.first < span ? p.length - it.first : span;
   return it;
