@@ -107,7 +107,7 @@ std::string validate_table(const RopeShape& s, const PageTable& t);
 // on the device, the caller runs it on host copies (the kernels skip a token they cannot place).
 std::string validate_indices(const RopeShape& s, const std::int32_t* pos_ids, const PageTable& t);
 
-// CPU twins: the per-item code below, as the kernels run it. Return "" or an error (nothing written).
+// CPU twins: the per-token and per-group code below, as the kernels run it. Return "" or an error (nothing written).
 std::string rope_append_cpu(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& cache,
                             const PageTable& t);
 // Unfused (a): batch_indices may be null (every token); padding tokens write nothing.
@@ -152,7 +152,7 @@ KVQ_HD inline std::uint8_t quantize_e4m3(float value, float scale) { return e4m3
 
 // ---- Work groups: what one thread does for one token ----
 //
-// A token's work is a sequence of groups, in this order: Q rope (q_heads x rope groups), Q nope,
+// A token's work is five parts, each a sequence of groups: Q rope (q_heads x rope groups), Q nope,
 // K rope (kv_heads x rope groups), K nope (kv_heads x nope groups), V (MHA). A rope group rotates
 // kRopePairs pairs (16 elements) at frequencies p0..: NeoX pairs (p, rope_dim/2 + p), GPT-J pairs
 // (2p, 2p + 1), so every input element and each cos/sin value is loaded once per group. A plain group
@@ -160,8 +160,10 @@ KVQ_HD inline std::uint8_t quantize_e4m3(float value, float scale) { return e4m3
 // in the input and in the output alike (Q nope; MLA K nope; V except in a paged HND cache) is one flat
 // span of heads * dim elements (head 0): its groups may straddle heads, only its last group is short.
 // A whole group runs compile-time code (registers only; on the device 16-byte loads and FP8 codes
-// converted two per instruction into 16- or 8-byte stores); a short group runs element by element (no
-// arrays). Both compute each element with the same operations, so the bytes do not depend on the split.
+// converted two per instruction into 16-, 8- or 4-byte stores; a NeoX group in two halves of 4 pairs,
+// for registers); a short group runs element by element (no arrays). Both compute each element with
+// the same operations, so the bytes do not depend on the split. When every group of a launch is whole
+// and aligned (rope_groups_whole) the kWhole code has neither tails nor alignment tests.
 
 inline constexpr int kRopeQuantSpan = 32;  // elements of a nope / V group: two 16-byte FP8 stores
 inline constexpr int kRopePairs = 8;       // rotation pairs of a rope group: 16 elements
@@ -181,7 +183,7 @@ struct RopeGroup {
 // whose V is per head in an HND cache; the contiguous intermediate's V is flat.
 struct RopePartShape {
   int heads = 0, per_head = 0, length = 0;
-  int shift = -1;  // log2(per_head) when a power of two (rope parts: rope_dim 32, 64, 128, 256), else -1
+  int shift = -1;  // log2(per_head) when a power of two (rope parts of rope_dim 16, 32, 64, 128, 256), else -1
   KVQ_HD int groups() const { return heads * per_head; }
 };
 struct RopeParts {
@@ -210,8 +212,8 @@ KVQ_HD inline RopeParts rope_parts(const RopeShape& s, bool paged) {
   p.q_nope = rope_part(1, s.q_heads * s.nope_dim(), kRopeQuantSpan);
   p.k_rope = rope_part(s.kv_heads, pairs, kRopePairs);
   p.k_nope = rope_part(s.kv_heads, s.nope_dim(), kRopeQuantSpan);
-  p.v = s.mla() ? RopePartShape{} : v_flat ? rope_part(1, s.kv_heads * s.head_dim, kRopeQuantSpan)
-                                           : rope_part(s.kv_heads, s.head_dim, kRopeQuantSpan);
+  if (!s.mla()) p.v = v_flat ? rope_part(1, s.kv_heads * s.head_dim, kRopeQuantSpan)
+                             : rope_part(s.kv_heads, s.head_dim, kRopeQuantSpan);
   return p;
 }
 
@@ -262,9 +264,9 @@ KVQ_HD inline void load_cos_sin(const float* p, int n, float* out) {
 #endif
 }
 
-// n input values from element `first` of x. kAligned: the span is 16-byte aligned and a whole number
-// of 16-byte vectors (not checked), so the device loads vectors with no run-time test; otherwise
-// io::load_values tests and falls back to elements.
+// n input values from element `first` of x. kAligned: the span is 16-byte vectors aligned to 16, or
+// one 8-byte vector aligned to 8 (not checked), so the device loads vectors with no run-time test;
+// otherwise io::load_values tests and falls back to elements.
 template <bool kAligned>
 KVQ_HD inline void load_inputs(DType t, const void* x, std::int64_t first, int n, float* out) {
 #if defined(__CUDA_ARCH__)
@@ -290,7 +292,6 @@ KVQ_HD inline void load_inputs(DType t, const void* x, std::int64_t first, int n
   io::load_values(t, x, first, n, out);
 }
 
-
 #if defined(__CUDA_ARCH__)
 // Four E4M3 codes (satfinite RNE) of y[0..3], y[0] in the low byte: each cvt.rn.satfinite.e4m3x2.f32
 // converts two values independently (the first operand into the high byte), the conversion
@@ -307,8 +308,8 @@ __device__ inline std::uint32_t e4m3x4_satfinite(const float* y) {
 }
 #endif
 
-// The E4M3 codes of the n scaled values y at dst: 16- or 8-byte vectors on the device where aligned
-// (kAligned: dst is aligned to 16 bytes, or to 8 when n = 8; not checked).
+// The E4M3 codes of the n scaled values y at dst: 16-, 8- or 4-byte vectors on the device where
+// aligned (kAligned: dst is aligned to 16 bytes, to 8 when n = 8, to 4 when n = 4; not checked).
 template <bool kAligned>
 KVQ_HD inline void store_e4m3(std::uint8_t* dst, const float* y, int n) {
 #if defined(__CUDA_ARCH__)
@@ -337,16 +338,16 @@ KVQ_HD inline void store_e4m3(std::uint8_t* dst, const float* y, int n) {
 }
 
 // The group's source: element 0 of its head vector in its input tensor (a flat part: of the token's
-// heads), its quant scale. The offset is the token's (the same for all its groups) plus the head's,
-// so the kernels compute the token's part once per part loop.
-struct ItemSource {
+// heads) and its quant scale. The offset is the token's (the same for all its groups) plus the head's.
+struct GroupSource {
   const void* src = nullptr;
   float scale = 1.0f;
 };
-KVQ_HD inline ItemSource item_source(const RopeShape& s, const RopeInputs& in, std::int64_t token, const RopeGroup& it) {
+KVQ_HD inline GroupSource group_source(const RopeShape& s, const RopeInputs& in, std::int64_t token,
+                                       const RopeGroup& it) {
   const int heads = it.part == RopePart::q ? s.q_heads : s.kv_heads;
   const int dim = it.part == RopePart::v ? s.head_dim : (it.rope ? s.rope_dim : s.nope_dim());
-  ItemSource r;
+  GroupSource r;
   r.scale = it.part == RopePart::q ? in.quant_scale_q : in.quant_scale_kv;
   const void* tensor = it.part == RopePart::v ? in.v
                        : it.part == RopePart::q ? (it.rope ? in.q_rope : in.q_nope)
@@ -378,12 +379,12 @@ KVQ_HD inline void quantize_group(DType t, const void* src, std::int64_t first, 
 // kN = kRopePairs: a whole group; kN = 0: it.count pairs, one by one. kAligned: as load_inputs and
 // store_e4m3.
 template <int kN, bool kAligned>
-KVQ_HD inline void rotate_group(const RopeShape& s, const ItemSource& src, const float* cos_sin, const RopeGroup& it,
+KVQ_HD inline void rotate_group(const RopeShape& s, const GroupSource& src, const float* cos_sin, const RopeGroup& it,
                                 std::uint8_t* out) {
   const int half = s.rope_dim / 2, p0 = it.first;
   if (s.style == RopeStyle::neox) {
     if constexpr (kN > 0) {
-      constexpr int kSub = kN / 2;  // pairs at a time: half the registers
+      constexpr int kSub = kN / 2;  // pairs at a time: the second half's loads follow the first's stores
       KVQ_UNROLL
       for (int q0 = p0; q0 < p0 + kN; q0 += kSub) {
         float lo[kSub], hi[kSub], c[kSub], sn[kSub], y_lo[kSub], y_hi[kSub];
@@ -473,7 +474,8 @@ KVQ_HD inline std::uint8_t* kv_destination(const RopeShape& s, const KvBuffers& 
       s.mla() ? (it.rope ? b.kpe : b.ckv) : it.part == RopePart::v ? b.v : b.k + (it.rope ? 0 : s.rope_dim);
   return base + vector * dim + head_vectors * dim;
 }
-KVQ_HD inline std::uint8_t* q_destination(const RopeShape& s, const QOutputs& q, std::int64_t token, const RopeGroup& it) {
+KVQ_HD inline std::uint8_t* q_destination(const RopeShape& s, const QOutputs& q, std::int64_t token,
+                                          const RopeGroup& it) {
   const int dim = it.rope ? s.rope_dim : s.nope_dim();
   return (it.rope ? q.q_rope : q.q_nope) + token * (std::int64_t{s.q_heads} * dim) + std::int64_t{it.head} * dim;
 }
@@ -497,10 +499,10 @@ KVQ_HD inline bool token_target(const RopeShape& s, const RopeInputs& in, const 
   return true;
 }
 
-// True when every group is whole and its loads and stores aligned (16 bytes; NeoX rope codes: 8):
-// rope_dim and head_dim multiples of 32 (so nope_dim too: whole plain groups) and every buffer
-// 16-byte aligned. The kernels and the CPU
-// twins then run the kWhole code: no tail groups, no alignment tests.
+// True when every group is whole and its vector loads and stores aligned (NeoX half-group codes: 4
+// bytes): rope_dim and head_dim multiples of 32 (so nope_dim too: whole plain groups) and every buffer
+// 16-byte aligned. The kernels and the CPU twins then run the kWhole code: no tail groups, no
+// alignment tests.
 inline bool rope_groups_whole(const RopeShape& s, std::initializer_list<const void*> buffers) {
   if (s.rope_dim % kRopeQuantSpan != 0 || s.head_dim % kRopeQuantSpan != 0) return false;
   for (const void* b : buffers)
@@ -518,9 +520,10 @@ inline bool rope_groups_whole(const RopeShape& s, const RopeInputs& in, const QO
 template <bool kWhole>
 KVQ_HD inline void rope_group_work(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& out,
                                    std::int64_t token, const TokenTarget& at, const RopeGroup& it) {
-  const ItemSource src = item_source(s, in, token, it);
-  std::uint8_t* dst = it.part == RopePart::q ? q_destination(s, q, token, it)
-                                             : kv_destination(s, out, at.vector, it, std::int64_t{it.head} * at.head_stride);
+  const GroupSource src = group_source(s, in, token, it);
+  std::uint8_t* dst = it.part == RopePart::q
+                          ? q_destination(s, q, token, it)
+                          : kv_destination(s, out, at.vector, it, std::int64_t{at.head_stride} * it.head);
   if (!it.rope) {
     if (kWhole || it.count == kRopeQuantSpan) {
       quantize_group<kRopeQuantSpan, kWhole>(s.input, src.src, it.first, it.count, src.scale, dst + it.first);
@@ -539,7 +542,8 @@ KVQ_HD inline void rope_group_work(const RopeShape& s, const RopeInputs& in, con
 // either a rope or a plain group's, known at compile time.
 template <RopePart kPart, bool kRope, bool kWhole>
 KVQ_HD inline void rope_part_work(const RopeShape& s, const RopePartShape& p, const RopeInputs& in, const QOutputs& q,
-                                  const KvBuffers& out, std::int64_t token, const TokenTarget& at, int lane, int lanes) {
+                                  const KvBuffers& out, std::int64_t token, const TokenTarget& at, int lane,
+                                  int lanes) {
   for (int k = lane; k < p.groups(); k += lanes)
     rope_group_work<kWhole>(s, in, q, out, token, at, part_group<kPart, kRope>(p, k));
 }
@@ -556,11 +560,20 @@ KVQ_HD inline void rope_token_work(const RopeShape& s, const RopeParts& p, const
   rope_part_work<RopePart::v, false, kWhole>(s, p.v, in, q, out, token, at, lane, lanes);
 }
 
-// count bytes from src to dst: one 16- or 8-byte vector on the device when whole and aligned.
+// count bytes from src to dst: 16-byte vectors (count 16 or 32: a whole group) or one 8-byte vector
+// on the device where aligned.
 KVQ_HD inline void copy_span(const std::uint8_t* src, std::uint8_t* dst, int count) {
 #if defined(__CUDA_ARCH__)
-  if (count == 16 && io::aligned(src, 16) && io::aligned(dst, 16)) {
-    __stcs(reinterpret_cast<uint4*>(dst), __ldcs(reinterpret_cast<const uint4*>(src)));
+  if ((count == 16 || count == 32) && io::aligned(src, 16) && io::aligned(dst, 16)) {
+    const auto* from = reinterpret_cast<const uint4*>(src);
+    auto* to = reinterpret_cast<uint4*>(dst);
+    if (count == 32) {
+      const uint4 a = __ldcs(from), b = __ldcs(from + 1);
+      __stcs(to, a);
+      __stcs(to + 1, b);
+    } else {
+      __stcs(to, __ldcs(from));
+    }
     return;
   }
   if (count == 8 && io::aligned(src, 8) && io::aligned(dst, 8)) {
@@ -597,7 +610,8 @@ KVQ_HD inline void append_part_work(const RopeShape& s, const RopePartShape& p, 
     append_group_work(s, contiguous, cache, token, page, entry, part_group<kPart, kRope>(p, k));
 }
 KVQ_HD inline void append_token_work(const RopeShape& s, const RopeParts& p, const KvBuffers& contiguous,
-                                     const KvBuffers& cache, const PageTable& t, std::int64_t token, int lane, int lanes) {
+                                     const KvBuffers& cache, const PageTable& t, std::int64_t token, int lane,
+                                     int lanes) {
   std::int64_t page = 0, entry = 0;
   if (!token_slot(s, t, token, &page, &entry)) return;
   append_part_work<RopePart::k, true>(s, p.k_rope, contiguous, cache, token, page, entry, lane, lanes);

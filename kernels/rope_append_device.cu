@@ -1,7 +1,7 @@
 // Fused RoPE + FP8 quantize + paged append, and the unfused pair: one warp per token (grid-stride),
-// its lanes taking the token's work groups in turn (rope: 8 pairs; nope / V: 16 elements); the
+// its lanes taking the token's work groups in turn (rope: 8 pairs; nope / V: 32 elements); the
 // per-token and per-group code is kernels/rope_append.hpp, the same the CPU twins run. Input type,
-// RoPE style and paged or contiguous output are template constants.
+// RoPE style, paged or contiguous output and whole groups (rope_groups_whole) are template constants.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -15,10 +15,13 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 
 // Warp w of the grid takes tokens w, w + warps, ...: the token's slot and cos/sin row are found once
-// per lane, then amortised over its groups.
+// per lane, then amortised over its groups. The whole-group BF16/FP16 kernels fit 48 registers with
+// no stack (5 blocks, 40 warps an SM); the others keep at most 64.
+constexpr int min_blocks(DType t, bool whole) { return whole && t != DType::fp32 ? 5 : 4; }
+
 template <DType T, RopeStyle S, bool kPaged, bool kWhole>
-__global__ void __launch_bounds__(kThreads, kWhole && T != DType::fp32 ? 5 : 4) rope_kernel(RopeShape shape, RopeInputs in, QOutputs q, KvBuffers out,
-                                                        PageTable t) {
+__global__ void __launch_bounds__(kThreads, min_blocks(T, kWhole))
+    rope_kernel(RopeShape shape, RopeInputs in, QOutputs q, KvBuffers out, PageTable t) {
   RopeShape s = shape;
   s.input = T;
   s.style = S;
@@ -30,8 +33,8 @@ __global__ void __launch_bounds__(kThreads, kWhole && T != DType::fp32 ? 5 : 4) 
 
 // K/V groups only, one warp per token as above.
 template <RopeStyle S>
-__global__ void __launch_bounds__(kThreads, 4) append_kernel(RopeShape shape, KvBuffers contiguous, KvBuffers cache,
-                                                          PageTable t) {
+__global__ void __launch_bounds__(kThreads, 4)
+    append_kernel(RopeShape shape, KvBuffers contiguous, KvBuffers cache, PageTable t) {
   RopeShape s = shape;
   s.style = S;
   const RopeParts p = rope_parts(s, true);
