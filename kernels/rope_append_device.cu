@@ -31,9 +31,9 @@ __global__ void __launch_bounds__(kThreads, min_blocks(T, kWhole))
     rope_token_work<kWhole>(s, p, in, q, out, t, kPaged, token, static_cast<int>(threadIdx.x % 32), 32);
 }
 
-// K/V groups only, one warp per token as above.
+// K/V groups only, one warp per token as above; 40 registers, no stack (6 blocks, 48 warps an SM).
 template <RopeStyle S>
-__global__ void __launch_bounds__(kThreads, 4)
+__global__ void __launch_bounds__(kThreads, 6)
     append_kernel(RopeShape shape, KvBuffers contiguous, KvBuffers cache, PageTable t) {
   RopeShape s = shape;
   s.style = S;
