@@ -13,10 +13,14 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
+// The rope kernel spreads a token over two warps (64 lanes): half the work a warp, so the grid's last
+// partial wave is short (16384 MLA tokens are ~6 waves of 5 blocks an SM instead of ~3).
+constexpr int kWarpsPerToken = 2;
+constexpr int kTokensPerBlock = kWarps / kWarpsPerToken;
 
-// Warp w of the grid takes tokens w, w + warps, ...: the token's slot and cos/sin row are found once
-// per lane, then amortised over its groups. The whole-group BF16/FP16 kernels fit 48 registers with
-// no stack (5 blocks, 40 warps an SM); the others keep at most 64.
+// Token pair w of the grid takes tokens w, w + pairs, ...: the token's slot and cos/sin row are found
+// once per lane, then amortised over its groups. The whole-group BF16/FP16 kernels fit 48 registers
+// with no stack (5 blocks, 40 warps an SM); the others keep at most 64.
 constexpr int min_blocks(DType t, bool whole) { return whole && t != DType::fp32 ? 5 : 4; }
 
 template <DType T, RopeStyle S, bool kPaged, bool kWhole>
@@ -26,9 +30,12 @@ __global__ void __launch_bounds__(kThreads, min_blocks(T, kWhole))
   s.input = T;
   s.style = S;
   const RopeParts p = rope_parts(s, kPaged);
-  const std::int64_t warps = std::int64_t{gridDim.x} * kWarps;
-  for (std::int64_t token = std::int64_t{blockIdx.x} * kWarps + threadIdx.x / 32; token < s.tokens; token += warps)
-    rope_token_work<kWhole>(s, p, in, q, out, t, kPaged, token, static_cast<int>(threadIdx.x % 32), 32);
+  const int warp = static_cast<int>(threadIdx.x / 32);
+  const int lane = warp % kWarpsPerToken * 32 + static_cast<int>(threadIdx.x % 32);
+  const std::int64_t stride = std::int64_t{gridDim.x} * kTokensPerBlock;
+  for (std::int64_t token = std::int64_t{blockIdx.x} * kTokensPerBlock + warp / kWarpsPerToken; token < s.tokens;
+       token += stride)
+    rope_token_work<kWhole>(s, p, in, q, out, t, kPaged, token, lane, 32 * kWarpsPerToken);
 }
 
 // K/V groups only, one warp per token as above; 40 registers, no stack (6 blocks, 48 warps an SM).
@@ -44,8 +51,8 @@ __global__ void __launch_bounds__(kThreads, 6)
 }
 
 constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 20;
-int grid_for(std::int64_t tokens) {
-  return static_cast<int>(std::clamp<std::int64_t>((tokens + kWarps - 1) / kWarps, 1, kMaxBlocks));
+int grid_for(std::int64_t tokens, int tokens_per_block) {
+  return static_cast<int>(std::clamp<std::int64_t>((tokens + tokens_per_block - 1) / tokens_per_block, 1, kMaxBlocks));
 }
 
 std::string launched() {
@@ -58,7 +65,7 @@ std::string launch_rope(const RopeShape& s, const RopeInputs& in, const QOutputs
                         const PageTable& t, void* stream) {
   if (s.tokens == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
-  const int grid = grid_for(s.tokens);
+  const int grid = grid_for(s.tokens, kTokensPerBlock);
   const bool whole = rope_groups_whole(s, in, q, out);
   auto with_style = [&]<DType T>() {
     auto launch = [&]<RopeStyle S>() {
@@ -114,9 +121,9 @@ std::string append_paged(const RopeShape& s, const KvBuffers& contiguous, const 
   if (!e.empty() || s.tokens == 0) return e;
   const auto st = static_cast<cudaStream_t>(stream);
   if (s.style == RopeStyle::neox) {
-    append_kernel<RopeStyle::neox><<<grid_for(s.tokens), kThreads, 0, st>>>(s, contiguous, cache, t);
+    append_kernel<RopeStyle::neox><<<grid_for(s.tokens, kWarps), kThreads, 0, st>>>(s, contiguous, cache, t);
   } else {
-    append_kernel<RopeStyle::gptj><<<grid_for(s.tokens), kThreads, 0, st>>>(s, contiguous, cache, t);
+    append_kernel<RopeStyle::gptj><<<grid_for(s.tokens, kWarps), kThreads, 0, st>>>(s, contiguous, cache, t);
   }
   return launched();
 }
