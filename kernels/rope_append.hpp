@@ -601,22 +601,21 @@ KVQ_HD inline void append_group_work(const RopeShape& s, const KvBuffers& contig
   }
 }
 
-// The K/V groups of one token, lanes as in rope_token_work (paged parts); padding writes nothing.
-template <RopePart kPart, bool kRope>
-KVQ_HD inline void append_part_work(const RopeShape& s, const RopePartShape& p, const KvBuffers& contiguous,
-                                    const KvBuffers& cache, std::int64_t token, std::int64_t page, std::int64_t entry,
-                                    int lane, int lanes) {
-  for (int k = lane; k < p.groups(); k += lanes)
-    append_group_work(s, contiguous, cache, token, page, entry, part_group<kPart, kRope>(p, k));
-}
+// The K/V groups of one token (paged parts), lanes as in rope_token_work but over the three parts in
+// one sequence, so a warp's lanes are not left idle by a short part (MLA: 4 K rope + 16 K nope groups
+// in one round); padding writes nothing.
 KVQ_HD inline void append_token_work(const RopeShape& s, const RopeParts& p, const KvBuffers& contiguous,
                                      const KvBuffers& cache, const PageTable& t, std::int64_t token, int lane,
                                      int lanes) {
   std::int64_t page = 0, entry = 0;
   if (!token_slot(s, t, token, &page, &entry)) return;
-  append_part_work<RopePart::k, true>(s, p.k_rope, contiguous, cache, token, page, entry, lane, lanes);
-  append_part_work<RopePart::k, false>(s, p.k_nope, contiguous, cache, token, page, entry, lane, lanes);
-  append_part_work<RopePart::v, false>(s, p.v, contiguous, cache, token, page, entry, lane, lanes);
+  const int rope_end = p.k_rope.groups(), nope_end = rope_end + p.k_nope.groups();
+  for (int k = lane; k < nope_end + p.v.groups(); k += lanes) {
+    const RopeGroup it = k < rope_end   ? part_group<RopePart::k, true>(p.k_rope, k)
+                         : k < nope_end ? part_group<RopePart::k, false>(p.k_nope, k - rope_end)
+                                        : part_group<RopePart::v, false>(p.v, k - nope_end);
+    append_group_work(s, contiguous, cache, token, page, entry, it);
+  }
 }
 
 // GPU: device pointers, an opaque cudaStream_t; "" or the CUDA / validation error. The index arrays

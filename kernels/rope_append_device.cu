@@ -38,9 +38,10 @@ __global__ void __launch_bounds__(kThreads, min_blocks(T, kWhole))
     rope_token_work<kWhole>(s, p, in, q, out, t, kPaged, token, lane, 32 * kWarpsPerToken);
 }
 
-// K/V groups only, one warp per token as above; 40 registers, no stack (6 blocks, 48 warps an SM).
+// K/V groups only, one warp per token (an MLA token's K is 20 groups); 48 registers, no stack (5
+// blocks, 40 warps an SM).
 template <RopeStyle S>
-__global__ void __launch_bounds__(kThreads, 6)
+__global__ void __launch_bounds__(kThreads, 5)
     append_kernel(RopeShape shape, KvBuffers contiguous, KvBuffers cache, PageTable t) {
   RopeShape s = shape;
   s.style = S;
