@@ -47,6 +47,23 @@ KVQ_HD inline std::uint8_t e2m1_satfinite_fast(float y, bool ties_away) {
   return static_cast<std::uint8_t>(sign | (bits_of(code) & 0x7u));
 }
 
+// The magnitude code of |y| (E2M1 with RNE, or INT4 with 2 fraction bits), saturating, as the FP32
+// kMagic + code: every FP32 in [2^23, 2^24) is an integer, so one FMA that adds 2^23 rounds once,
+// half to even, onto the integers (bits_of(result) - bits_of(kMagic) is the code). E2M1's code is
+// the nearest integer of min(2a, a + 2, a/2 + 4) (affine on each range, equal at its ends 2 and 4),
+// and rounding is monotonic, so the minimum of the three rounded pieces is the rounded minimum; a
+// final minimum saturates at 7. FMA and min only (no compare, select or conversion); NaN -> 7.
+// a = |y|, any FP32; the caller supplies the sign.
+inline constexpr float kMagnitudeMagic = 0x1p23f;
+KVQ_HD inline float e2m1_magnitude_magic(float a) {
+  constexpr float m = kMagnitudeMagic;
+  const float low_or_mid = fminf(fmaf(a, 2.0f, m), a + (m + 2.0f));
+  return fminf(fminf(low_or_mid, fmaf(a, 0.5f, m + 4.0f)), m + 7.0f);
+}
+KVQ_HD inline float int4_magnitude_magic(float a) {  // INT4: k = RNE(4a), at most 7
+  return fminf(fmaf(a, 4.0f, kMagnitudeMagic), kMagnitudeMagic + 7.0f);
+}
+
 // E2M1 code -> FP32 (exact): 0, 0.5, then 2^(e-1) * 1.m from the code's own bits.
 KVQ_HD inline float e2m1_value_fast(std::uint8_t code) {
   const std::uint32_t c = code & 7u, sign = static_cast<std::uint32_t>(code & 8u) << 28;

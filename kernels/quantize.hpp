@@ -18,6 +18,7 @@
 #endif
 #include <cstdint>
 
+#include "formats/packed_quantize.hpp"
 #include "formats/packing.hpp"
 #include "formats/recipes.hpp"
 
@@ -196,26 +197,56 @@ KVQ_HD inline void store_bytes(std::uint8_t* dst, const std::uint8_t* bytes, int
   for (int i = 0; i < count; ++i) dst[i] = bytes[i];
 }
 
+// Words whose little-endian bytes are the bytes to store (packed 4-bit codes).
+KVQ_HD inline void store_words(std::uint8_t* dst, const std::uint32_t* words, int count) {
+#if defined(__CUDA_ARCH__)
+  if (aligned(dst, 16) && count % 4 == 0) {
+    KVQ_UNROLL
+    for (int k = 0; k < count / 4; ++k)
+      __stcs(reinterpret_cast<uint4*>(dst) + k, uint4{words[4 * k], words[4 * k + 1], words[4 * k + 2], words[4 * k + 3]});
+    return;
+  }
+  if (aligned(dst, 8) && count % 2 == 0) {
+    KVQ_UNROLL
+    for (int k = 0; k < count / 2; ++k) __stcs(reinterpret_cast<uint2*>(dst) + k, uint2{words[2 * k], words[2 * k + 1]});
+    return;
+  }
+#endif
+  KVQ_UNROLL
+  for (int i = 0; i < 4 * count; ++i) dst[i] = static_cast<std::uint8_t>(words[i / 4] >> (8 * (i % 4)));
+}
+
 }  // namespace io
 
 // One block (row, b) of the tensor: load, quantize, store its scale, pack its codes. The whole
-// per-block work of both the CPU twin and the kernel; kN > 0 fixes the block size at compile time.
+// per-block work of both the CPU twin and the kernel; kN > 0 fixes the block size at compile time,
+// and then 4-bit blocks run quantize_block_packed (formats/packed_quantize.hpp: the same codes).
 template <int kN = 0>
 KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
                                       std::uint8_t* scales, std::int64_t row, std::int64_t b) {
   constexpr int kCap = kN > 0 ? kN : kMaxBlock;
   const int n = kN > 0 ? kN : s.block();
   float values[kCap];
-  std::uint8_t block_codes[kCap];
   io::load_values(input, x, row * s.cols + b * n, n, values);
-  const std::uint8_t scale = quantize_block(s.recipe, g, values, n, block_codes);
-  if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
   const bool packed = s.packed();
+  std::uint8_t* code_dst = codes + row * s.code_bytes_per_row() + b * (packed ? n / 2 : n);
+  std::uint8_t scale = 0;
+  if constexpr (kN > 0 && kN % 8 == 0) {
+    if (packed) {
+      std::uint32_t words[kN / 8];
+      scale = quantize_block_packed<kN>(s.recipe, g, values, words);
+      io::store_words(code_dst, words, kN / 8);
+      if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
+      return;
+    }
+  }
+  std::uint8_t block_codes[kCap];
+  scale = quantize_block(s.recipe, g, values, n, block_codes);
+  if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
   if (packed)
     KVQ_UNROLL
     for (int i = 0; i < n / 2; ++i) block_codes[i] = pack_e2m1_pair(block_codes[2 * i], block_codes[2 * i + 1]);
-  const int bytes = packed ? n / 2 : n;
-  io::store_bytes(codes + row * s.code_bytes_per_row() + b * bytes, block_codes, bytes);
+  io::store_bytes(code_dst, block_codes, packed ? n / 2 : n);
 }
 
 // The codes of elements [first, first + n) of block (row, b), one a byte (4-bit codes unpacked;

@@ -29,7 +29,16 @@ std::string quantize_cpu(const QuantizeShape& s, DType input, const void* x, flo
                          std::uint8_t* scales) {
   if (auto e = validate(s); !e.empty()) return e;
   for (std::int64_t row = 0; row < s.rows; ++row)
-    for (std::int64_t b = 0; b < s.cols / s.block(); ++b) quantize_one_block(s, input, x, g, codes, scales, row, b);
+    for (std::int64_t b = 0; b < s.cols / s.block(); ++b) {
+      // The kernels' fixed block sizes run the fixed-size code (quantize_block_packed for 4-bit).
+      if (s.block() == 16) {
+        quantize_one_block<16>(s, input, x, g, codes, scales, row, b);
+      } else if (s.block() == 32) {
+        quantize_one_block<32>(s, input, x, g, codes, scales, row, b);
+      } else {
+        quantize_one_block(s, input, x, g, codes, scales, row, b);
+      }
+    }
   return {};
 }
 

@@ -6,19 +6,52 @@
 #include <cstdint>
 
 #include "formats/fast_paths.hpp"
+#include "formats/packed_quantize.hpp"
 #include "proptests/harness/mix32.hpp"
 
 namespace kvq::props {
 
 enum class FastPath : int {
   e2m1_rne, e2m1_rna, e4m3_satfinite, bf16_rne, fp16_rne, e2m1_value, e4m3_value, int4_rne, int8_rne, int4_value, int8_value,
-  e4m3_from_fp64, e4m3_from_fp64_sticky
+  e4m3_from_fp64, e4m3_from_fp64_sticky, e2m1_magic, int4_magic, e2m1_divide_a, e2m1_divide_b
 };
-inline constexpr int kFastPathCount = 13;
+inline constexpr int kFastPathCount = 17;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
     "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
-    "e4m3-from-fp64-rne-satfinite", "e4m3-from-fp64-sticky-rne-satfinite"};
+    "e4m3-from-fp64-rne-satfinite", "e4m3-from-fp64-sticky-rne-satfinite", "e2m1-magnitude-magic",
+    "int4-magnitude-magic", "e2m1-divide-by-reciprocal-set-a", "e2m1-divide-by-reciprocal-set-b"};
+
+// Denominators of the divide cases (formats/packed_quantize.hpp: divide_by_reciprocal is used for
+// d in [2^-64, 2^64]): both ends, powers of two, E4M3 x FP32 products, odd mantissas, near-ones.
+KVQ_HD inline float divide_denominator(int i) {
+  constexpr float kDenominators[16] = {
+      0x1p-64f,        0x1p64f,         1.0f,           3.0f,            0x1.555556p-2f, 0x1.fffffep-1f,
+      0x1.000002p+0f,  0x1.8p-20f,      0x1.c3f2a6p-9f, 0x1.7d2b94p+11f, 0x1.23456p-37f, 0x1.fedcbap+40f,
+      0x1.b00002p-63f, 0x1.fffffep+63f, 0x1.4cccccp-3f, 0x1.6db6dcp+5f};
+  return kDenominators[i];
+}
+
+// Eight 4-bit codes of x / d for d in one half of kDivideDenominators, one a nibble: the packed
+// path's (magnitude from the magic of |divide_by_reciprocal|, sign from x), or the codec's of the
+// IEEE quotient. x NaN or inf never reaches the packed path (its block runs quantize_block).
+KVQ_HD inline std::uint32_t divide_codes(std::uint32_t bits, int set, bool fast) {
+  const float x = float_from_bits(bits);
+  const Conversion e2m1 = convention_conversion(ConventionId::cuda_satfinite, FormatId::e2m1, Rounding::nearest_even);
+  std::uint32_t word = 0;
+  for (int j = 0; j < 8; ++j) {
+    const float d = divide_denominator(8 * set + j);
+    std::uint32_t code;
+    if (fast && (bits & 0x7f800000u) != 0x7f800000u) {
+      code = (bits_of(e2m1_magnitude_magic(fabsf(divide_by_reciprocal(x, d, 1.0f / d)))) - bits_of(kMagnitudeMagic)) |
+             ((bits >> 28) & 8u);
+    } else {
+      code = static_cast<std::uint32_t>(encode(kE2M1, e2m1, unpack(kFP32, bits_of(x / d))));
+    }
+    word |= code << (4 * j);
+  }
+  return word;
+}
 
 // The FP64 cases read the input as the HIGH word of a double: low word 0 (every FP32-exact
 // midpoint and code exactly), or a nonzero hash of it (just above each such value, and just
@@ -45,6 +78,10 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
     case FastPath::int8_value: return bits_of(int_value_fast(code, 6, 127));
     case FastPath::e4m3_from_fp64:
     case FastPath::e4m3_from_fp64_sticky: return e4m3_satfinite_from_double_fast(fp64_case_input(p, bits));
+    case FastPath::e2m1_magic: return bits_of(e2m1_magnitude_magic(fabsf(x))) - bits_of(kMagnitudeMagic);
+    case FastPath::int4_magic: return bits_of(int4_magnitude_magic(fabsf(x))) - bits_of(kMagnitudeMagic);
+    case FastPath::e2m1_divide_a: return divide_codes(bits, 0, true);
+    case FastPath::e2m1_divide_b: return divide_codes(bits, 1, true);
   }
   return 0;
 }
@@ -74,6 +111,11 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
       return static_cast<std::uint32_t>(encode_double(
           kE4M3FN, convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even),
           fp64_case_input(p, bits)));
+    case FastPath::e2m1_magic:  // the magnitude code, NaN -> 7 (the codec's +6)
+      return static_cast<std::uint32_t>(encode(kE2M1, e2m1, unpack(kFP32, bits))) & 7u;
+    case FastPath::int4_magic: return static_cast<std::uint32_t>(encode(kINT4, e2m1, unpack(kFP32, bits))) & 7u;
+    case FastPath::e2m1_divide_a: return divide_codes(bits, 0, false);
+    case FastPath::e2m1_divide_b: return divide_codes(bits, 1, false);
   }
   return 0;
 }

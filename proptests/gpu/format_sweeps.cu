@@ -79,6 +79,10 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
     KVQ_FAST_CASE(int8_value)
     KVQ_FAST_CASE(e4m3_from_fp64)
     KVQ_FAST_CASE(e4m3_from_fp64_sticky)
+    KVQ_FAST_CASE(e2m1_magic)
+    KVQ_FAST_CASE(int4_magic)
+    KVQ_FAST_CASE(e2m1_divide_a)
+    KVQ_FAST_CASE(e2m1_divide_b)
 #undef KVQ_FAST_CASE
   }
   return cudaErrorInvalidValue;
