@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "formats/fast_decode.hpp"
 #include "formats/fast_paths.hpp"
 #include "proptests/harness/mix32.hpp"
 
@@ -12,13 +13,25 @@ namespace kvq::props {
 
 enum class FastPath : int {
   e2m1_rne, e2m1_rna, e4m3_satfinite, bf16_rne, fp16_rne, e2m1_value, e4m3_value, int4_rne, int8_rne, int4_value, int8_value,
-  e4m3_from_fp64, e4m3_from_fp64_sticky
+  e4m3_from_fp64, e4m3_from_fp64_sticky, bf16x2_rne_finite, fp16x2_rne_finite
 };
-inline constexpr int kFastPathCount = 13;
+inline constexpr int kFastPathCount = 15;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
     "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
-    "e4m3-from-fp64-rne-satfinite", "e4m3-from-fp64-sticky-rne-satfinite"};
+    "e4m3-from-fp64-rne-satfinite", "e4m3-from-fp64-sticky-rne-satfinite", "bf16x2-rne-finite", "fp16x2-rne-finite"};
+
+// The paired packers (formats/fast_decode.hpp) take non-NaN values only: x in the low half, -x in
+// the high half (lane order and sign); a NaN input is outside their domain and reads as 0 in both.
+KVQ_HD inline std::uint32_t paired_case(FastPath p, float x, bool reference) {
+  if (x != x) return 0;
+  if (reference) {
+    const Format f = p == FastPath::bf16x2_rne_finite ? kBF16 : kFP16;
+    return static_cast<std::uint32_t>(encode(f, Conversion{}, unpack(kFP32, bits_of(x)))) |
+           static_cast<std::uint32_t>(encode(f, Conversion{}, unpack(kFP32, bits_of(-x)))) << 16;
+  }
+  return p == FastPath::bf16x2_rne_finite ? bf16x2_rne_finite(x, -x) : fp16x2_rne_finite(x, -x);
+}
 
 // The FP64 cases read the input as the HIGH word of a double: low word 0 (every FP32-exact
 // midpoint and code exactly), or a nonzero hash of it (just above each such value, and just
@@ -45,6 +58,8 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
     case FastPath::int8_value: return bits_of(int_value_fast(code, 6, 127));
     case FastPath::e4m3_from_fp64:
     case FastPath::e4m3_from_fp64_sticky: return e4m3_satfinite_from_double_fast(fp64_case_input(p, bits));
+    case FastPath::bf16x2_rne_finite:
+    case FastPath::fp16x2_rne_finite: return paired_case(p, x, false);
   }
   return 0;
 }
@@ -74,6 +89,8 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
       return static_cast<std::uint32_t>(encode_double(
           kE4M3FN, convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even),
           fp64_case_input(p, bits)));
+    case FastPath::bf16x2_rne_finite:
+    case FastPath::fp16x2_rne_finite: return paired_case(p, float_from_bits(bits), true);
   }
   return 0;
 }

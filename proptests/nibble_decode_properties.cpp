@@ -1,0 +1,168 @@
+// The 4-bit dequantize fast path (formats/fast_decode.hpp; dequantize_nibble_span in
+// kernels/quantize.hpp) against the general element code, exhaustively: every scale code (one a
+// row), every element code at every position of a word beside every code of its partner 16 bits
+// away (the one that shares its isolating mask), and tensor scales g at zero, subnormal, ordinary,
+// the largest lean, the first not lean, the largest finite, inf and NaN. The CPU twin (the
+// kernel's code) against dequantize_scaled_element (suite kernels); the GPU kernel against the
+// twin, byte for byte (suite gpu).
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "formats/float_bits.hpp"
+#include "formats/recipe_names.hpp"
+#include "kernels/quantize.hpp"
+#include "proptests/conversion_space.hpp"
+#include "proptests/harness/property.hpp"
+
+namespace kvq::props {
+namespace {
+
+using kernels::DType;
+using kernels::QuantizeShape;
+
+constexpr std::int64_t kWordsPerRow = 256;  // word q: element i < 4 from q's low nibble, i >= 4 from its high one
+
+struct NibbleTensor {
+  QuantizeShape shape;
+  std::vector<std::uint8_t> codes, scales;
+};
+
+// 256 rows (row r: every block's scale code is r) x 256 words of eight codes.
+NibbleTensor every_code_and_scale(const Recipe& r) {
+  NibbleTensor t;
+  t.shape = QuantizeShape{r, 256, 8 * kWordsPerRow};
+  t.codes.resize(t.shape.code_bytes());
+  t.scales.resize(t.shape.scale_bytes());
+  for (std::int64_t row = 0; row < t.shape.rows; ++row) {
+    for (std::int64_t q = 0; q < kWordsPerRow; ++q) {
+      std::uint32_t word = 0;
+      for (int i = 0; i < 8; ++i) {  // (element i, element i + 4) runs over all 256 pairs as q does
+        const std::uint32_t code = i < 4 ? ((q & 15) + 5 * i) & 15 : ((q >> 4) + 3 * i) & 15;
+        word |= code << (4 * i);
+      }
+      std::memcpy(&t.codes[(row * kWordsPerRow + q) * 4], &word, 4);
+    }
+    for (std::int64_t b = 0; b < t.shape.scales_per_row(); ++b)
+      t.scales[row * t.shape.scales_per_row() + b] = static_cast<std::uint8_t>(row);
+  }
+  return t;
+}
+
+// g where the two-level decision or arithmetic changes; power-of-two recipes ignore g.
+std::vector<float> tensor_scales(const Recipe& r) {
+  if (r.scale != BlockScale::e4m3_two_level) return {1.0f, NAN};
+  return {0.0f,    -0.0f,      0x1p-149f, 0x1.8p-140f, 1.0f / 2688.0f, 1.0f,      -0.3f,
+          0x1.fffffep117f, 0x1p118f, 3.4028235e38f, INFINITY,       -INFINITY, NAN};
+}
+
+// The recipes whose dequantize differs: element format x scale kind x block (fixed kernels and
+// the generic one at block 8), and block 4, not a whole word (the general element code).
+std::vector<std::pair<std::string, Recipe>> nibble_recipes() {
+  std::vector<std::pair<std::string, Recipe>> out;
+  for (const char* name : {"nvfp4", "mxfp4-floor", "blockfp4-e8m0-ceil", "mxint4", "nvint4"})
+    out.emplace_back(name, recipe_from_name(name)->recipe);
+  for (const int block : {32, 8, 4}) {
+    Recipe r = recipe_from_name("nvfp4")->recipe;
+    r.block = block;
+    out.emplace_back("nvfp4-block" + std::to_string(block), r);
+  }
+  Recipe mx16 = recipe_from_name("mxfp4-floor")->recipe;
+  mx16.block = 16;
+  out.emplace_back("mxfp4-floor-block16", mx16);
+  return out;
+}
+
+std::string describe(const NibbleTensor& t, DType d, float g, std::int64_t row, std::int64_t j) {
+  std::ostringstream os;
+  os << kernels::name_of(d) << " g " << hex_code(kFP32, bits_of(g)) << " scale code 0x" << std::hex << row
+     << std::dec << " element " << j << " code 0x" << std::hex
+     << int{kernels::code_at(t.shape, t.codes.data() + row * t.shape.code_bytes_per_row(), j)};
+  return os.str();
+}
+
+Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d) {
+  const NibbleTensor t = every_code_and_scale(r);
+  const QuantizeShape& s = t.shape;
+  const int bytes = kernels::bytes_of(d);
+  Tally tally;
+  std::vector<std::uint8_t> y(s.rows * s.cols * bytes), want(bytes);
+  for (const float g : tensor_scales(r)) {
+    const std::string e = kernels::dequantize_cpu(s, t.codes.data(), t.scales.data(), g, d, y.data());
+    if (!e.empty()) throw std::runtime_error(e);
+    for (std::int64_t row = 0; row < s.rows; ++row) {
+      for (std::int64_t j = 0; j < s.cols; ++j) {
+        const std::uint8_t code = kernels::code_at(s, t.codes.data() + row * s.code_bytes_per_row(), j);
+        const std::uint8_t scale = t.scales[row * s.scales_per_row() + j / s.block()];
+        const float v = dequantize_scaled_element(r, g, block_scale_value(r, scale), code);
+        kernels::store_value(d, want.data(), 0, v);
+        if (std::memcmp(want.data(), &y[(row * s.cols + j) * bytes], bytes) == 0) {
+          tally.pass();
+        } else {
+          std::uint32_t got = 0, expected = 0;
+          std::memcpy(&got, &y[(row * s.cols + j) * bytes], bytes);
+          std::memcpy(&expected, want.data(), bytes);
+          std::ostringstream os;
+          os << describe(t, d, g, row, j) << std::hex << ": twin 0x" << got << ", element code 0x" << expected;
+          tally.fail(os.str());
+        }
+      }
+    }
+  }
+  return tally.outcome(ctx);
+}
+
+Outcome device_equals_twin(const RunContext& ctx, const Recipe& r, DType d) {
+  std::string why;
+  if (!kernels::device::available(&why)) return skipped(why);
+  const NibbleTensor t = every_code_and_scale(r);
+  const QuantizeShape& s = t.shape;
+  const std::size_t out_bytes = static_cast<std::size_t>(s.rows * s.cols) * kernels::bytes_of(d);
+  Tally tally;
+  void *codes = nullptr, *scales = nullptr, *y = nullptr;
+  std::string e = kernels::device::allocate(&codes, t.codes.size());
+  if (e.empty()) e = kernels::device::allocate(&scales, t.scales.size() + 1);
+  if (e.empty()) e = kernels::device::allocate(&y, out_bytes);
+  if (e.empty()) e = kernels::device::upload(codes, t.codes.data(), t.codes.size());
+  if (e.empty()) e = kernels::device::upload(scales, t.scales.data(), t.scales.size());
+  for (const float g : tensor_scales(r)) {
+    std::vector<std::uint8_t> want(out_bytes), got(out_bytes);
+    if (e.empty()) e = kernels::dequantize_cpu(s, t.codes.data(), t.scales.data(), g, d, want.data());
+    if (e.empty()) e = kernels::device::fill(y, 0xA5, out_bytes);
+    if (e.empty())
+      e = kernels::device::dequantize(s, static_cast<const std::uint8_t*>(codes), static_cast<const std::uint8_t*>(scales),
+                                      g, d, y, nullptr);
+    if (e.empty()) e = kernels::device::synchronize();
+    if (e.empty()) e = kernels::device::download(got.data(), y, out_bytes);
+    if (!e.empty()) break;
+    const int bytes = kernels::bytes_of(d);
+    for (std::size_t i = 0; i < out_bytes; i += bytes) {
+      if (std::memcmp(&got[i], &want[i], bytes) == 0) {
+        tally.pass();
+      } else {
+        const auto element = static_cast<std::int64_t>(i / bytes);
+        tally.fail(describe(t, d, g, element / s.cols, element % s.cols) + ": device differs from the twin");
+      }
+    }
+  }
+  for (void* p : {codes, scales, y}) kernels::device::release(p);
+  if (!e.empty()) throw std::runtime_error(e);
+  return tally.outcome(ctx);
+}
+
+void register_nibble_decode_properties() {
+  for (const auto& [name, recipe] : nibble_recipes()) {
+    for (const DType d : {DType::fp32, DType::bf16, DType::fp16}) {
+      const Recipe r = recipe;
+      const std::string base = "nibble-decode/" + name + "/" + kernels::name_of(d);
+      add_property("kernels", base + "/twin-equals-element-code-every-code-scale-g", Device::cpu,
+                   [r, d](const RunContext& ctx) { return twin_equals_element_code(ctx, r, d); });
+      add_property("gpu", "kernels/" + base + "/device-equals-twin-every-code-scale-g", Device::cuda,
+                   [r, d](const RunContext& ctx) { return device_equals_twin(ctx, r, d); });
+    }
+  }
+}
+KVQ_REGISTER_PROPERTIES(register_nibble_decode_properties);
+
+}  // namespace
+}  // namespace kvq::props
