@@ -12,6 +12,7 @@
 #if defined(__CUDACC__)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #endif
 
 #include "formats/recipes.hpp"
@@ -68,17 +69,24 @@ KVQ_HD inline NibbleScaling nibble_scaling(const Recipe& r, std::uint8_t scale_c
   return {r.scale == BlockScale::e8m0_pow2 && scale_code != 0xFF, unscale, block_scale_value(r, scale_code)};
 }
 
-// Eight codes of a little-endian word (element i in bits 4i..4i+3) -> FP32 values of a lean span.
-// Pairs 16 bits apart share one isolating mask; the upper four elements of each pair word come
-// from w >> 8 so that every multiply shifts left.
-KVQ_HD inline void nibble_word_values(std::uint32_t w, int mag_shift, const NibbleScaling& k, float* y) {
+// Eight codes of a little-endian word (element i in bits 4i..4i+3) -> their FP32 patterns. Pairs
+// 16 bits apart share one isolating mask; the upper four elements of each pair word come from
+// w >> 8 so that every multiply shifts left.
+KVQ_HD inline void nibble_word_patterns(std::uint32_t w, int mag_shift, float* pattern) {
   const std::uint32_t high = w >> 8;
   const std::uint32_t pairs[4] = {w & 0x000F000Fu, w & 0x00F000F0u, high & 0x000F000Fu, high & 0x00F000F0u};
   KVQ_UNROLL
   for (int i = 0; i < 8; ++i) {
     const int pair = i & 3, position = (i & 1) * 4 + (i >> 2) * 16;  // elements 0,4 | 1,5 | 2,6 | 3,7
-    y[i] = (nibble_pattern(pairs[pair], position, mag_shift) * k.a) * k.g;
+    pattern[i] = nibble_pattern(pairs[pair], position, mag_shift);
   }
+}
+
+// Eight codes of a word -> the FP32 values of a lean span.
+KVQ_HD inline void nibble_word_values(std::uint32_t w, int mag_shift, const NibbleScaling& k, float* y) {
+  nibble_word_patterns(w, mag_shift, y);
+  KVQ_UNROLL
+  for (int i = 0; i < 8; ++i) y[i] = (y[i] * k.a) * k.g;
 }
 
 // Two non-NaN FP32 values -> BF16 / FP16 (round to nearest even), lo in the low half: the device's
@@ -98,6 +106,53 @@ KVQ_HD inline std::uint32_t fp16x2_rne_finite(float lo, float hi) {
 #else
   return fp16_rne_fast(lo) | (std::uint32_t{fp16_rne_fast(hi)} << 16);
 #endif
+}
+
+// The prefill workspace (requantize_e4m3) of a lean span: element i is e4m3(pattern_i * a * g),
+// the exact product rounded once, with g = factor * 2^10 (two-level: a as nibble_scaling's) or
+// factor * 2^e (E8M0). Lean as nibble_scaling, and where g is finite (e4m3x2_of_products takes
+// finite inputs; an inf factor leaves the general code). factor * 2^e may lose bits below FP32's
+// normal range, and then every |product| <= 6 * 2^-126 rounds to E4M3 +-0 either way.
+KVQ_HD inline NibbleScaling nibble_requant_scaling(const Recipe& r, std::uint8_t scale_code, float factor) {
+  if (r.scale == BlockScale::e4m3_two_level) return nibble_scaling(r, scale_code, factor);
+  NibbleScaling k = nibble_scaling(r, scale_code, 1.0f);  // k.g = 2^e
+  k.g = factor * k.g;
+  k.lean = k.lean && fabsf(k.g) <= 3.4028235e38f;
+  return k;
+}
+
+// Two exact products a * b, each rounded ONCE to E4M3FN (cvt.rn.satfinite), the first in the
+// low byte; every input finite. Device: the product rounded to odd in FP32 (toward zero, then
+// the last bit set where the FMA's exact remainder is non-zero: Boldo and Melquiond's theorem, as
+// e4m3_satfinite_from_double_fast), then one paired conversion. Host: the exact FP64 product
+// through e4m3_satfinite_from_double_fast.
+KVQ_HD inline std::uint16_t e4m3x2_of_products(float a0, float b0, float a1, float b1) {
+#if defined(__CUDA_ARCH__)
+  float odd[2];
+  const float a[2] = {a0, a1}, b[2] = {b0, b1};
+  KVQ_UNROLL
+  for (int i = 0; i < 2; ++i) {
+    const float toward_zero = __fmul_rz(a[i], b[i]);
+    const float remainder = __fmaf_rn(a[i], b[i], -toward_zero);  // exact where it matters (|product| >= 2^-11)
+    odd[i] = remainder != 0.0f ? __uint_as_float(__float_as_uint(toward_zero) | 1u) : toward_zero;
+  }
+  return __nv_cvt_float2_to_fp8x2(float2{odd[0], odd[1]}, __NV_SATFINITE, __NV_E4M3);
+#else
+  return static_cast<std::uint16_t>(
+      e4m3_satfinite_from_double_fast(static_cast<double>(a0) * static_cast<double>(b0)) |
+      e4m3_satfinite_from_double_fast(static_cast<double>(a1) * static_cast<double>(b1)) << 8);
+#endif
+}
+
+// Eight codes of a word -> eight workspace E4M3 codes of a lean span, as two little-endian words
+// (elements 0-3, 4-7).
+KVQ_HD inline void nibble_word_e4m3(std::uint32_t w, int mag_shift, const NibbleScaling& k, std::uint32_t* out) {
+  float t[8];
+  nibble_word_patterns(w, mag_shift, t);
+  KVQ_UNROLL
+  for (int i = 0; i < 2; ++i)  // pattern * a is exact: value * sf * 2^-10, or the value
+    out[i] = e4m3x2_of_products(t[4 * i] * k.a, k.g, t[4 * i + 1] * k.a, k.g) |
+             static_cast<std::uint32_t>(e4m3x2_of_products(t[4 * i + 2] * k.a, k.g, t[4 * i + 3] * k.a, k.g)) << 16;
 }
 
 }  // namespace kvq

@@ -187,6 +187,18 @@ KVQ_HD inline std::uint32_t load_word(const std::uint8_t* src) {
   return src[0] | (std::uint32_t{src[1]} << 8) | (std::uint32_t{src[2]} << 16) | (std::uint32_t{src[3]} << 24);
 }
 
+// Two little-endian words to eight bytes (one 8-byte store where aligned).
+KVQ_HD inline void store_word_pair(std::uint8_t* dst, const std::uint32_t* w) {
+#if defined(__CUDA_ARCH__)
+  if (aligned(dst, 8)) {
+    __stcs(reinterpret_cast<uint2*>(dst), uint2{w[0], w[1]});
+    return;
+  }
+#endif
+  KVQ_UNROLL
+  for (int i = 0; i < 8; ++i) dst[i] = static_cast<std::uint8_t>(w[i / 4] >> (8 * (i % 4)));
+}
+
 KVQ_HD inline void store_bytes(std::uint8_t* dst, const std::uint8_t* bytes, int count) {
 #if defined(__CUDA_ARCH__)
   if (aligned(dst, 16) && count % 16 == 0) {
@@ -300,12 +312,38 @@ KVQ_HD inline void dequantize_one_block(const QuantizeShape& s, const std::uint8
   dequantize_span<kN>(s, codes, scales, g, output, y, row, b, 0, s.block());
 }
 
+// Eight 4-bit codes (one word at `word`) of a block with scale code `scale`, to eight workspace
+// E4M3 codes at out: formats/fast_decode.hpp where lean (nibble_requant_scaling), else
+// requantize_e4m3 element by element. The word is loaded first, as in dequantize_nibble_word.
+KVQ_HD inline void requantize_nibble_word(const Recipe& r, const std::uint8_t* word, std::uint8_t scale, float factor,
+                                          std::uint8_t* out) {
+  const std::uint32_t codes = io::load_word(word);
+  const NibbleScaling k = nibble_requant_scaling(r, scale, factor);
+  std::uint32_t words[2] = {0, 0};
+  if (k.lean) {
+    nibble_word_e4m3(codes, nibble_format(r.element).mag_shift, k, words);
+  } else {
+    KVQ_UNROLL
+    for (int i = 0; i < 8; ++i)
+      words[i / 4] |= std::uint32_t{requantize_e4m3(r, scale, static_cast<std::uint8_t>((codes >> (4 * i)) & 0xFu), factor)}
+                      << (8 * (i % 4));
+  }
+  io::store_word_pair(out, words);
+}
+
 // One block (row, b): codes and scale to E4M3 workspace codes (requantize_e4m3), one byte each.
 template <int kN = 0>
 KVQ_HD inline void requantize_one_block(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
                                         float factor, std::uint8_t* out, std::int64_t row, std::int64_t b) {
   constexpr int kCap = kN > 0 ? kN : kMaxBlock;
   const int n = kN > 0 ? kN : s.block();
+  if (s.packed() && n % 8 == 0) {  // whole words: eight codes at a time
+    const std::int64_t element = row * s.cols + b * n;
+    const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
+    for (int w = 0; w < n / 8; ++w)
+      requantize_nibble_word(s.recipe, codes + element / 2 + 4 * w, scale, factor, out + element + 8 * w);
+    return;
+  }
   std::uint8_t block_codes[kCap];
   const std::uint8_t scale = load_block_codes<kCap>(s, codes, scales, n, row, b, block_codes);
   KVQ_UNROLL

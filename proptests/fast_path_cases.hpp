@@ -13,13 +13,14 @@ namespace kvq::props {
 
 enum class FastPath : int {
   e2m1_rne, e2m1_rna, e4m3_satfinite, bf16_rne, fp16_rne, e2m1_value, e4m3_value, int4_rne, int8_rne, int4_value, int8_value,
-  e4m3_from_fp64, e4m3_from_fp64_sticky, bf16x2_rne_finite, fp16x2_rne_finite
+  e4m3_from_fp64, e4m3_from_fp64_sticky, bf16x2_rne_finite, fp16x2_rne_finite, e4m3x2_of_products
 };
-inline constexpr int kFastPathCount = 15;
+inline constexpr int kFastPathCount = 16;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
     "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
-    "e4m3-from-fp64-rne-satfinite", "e4m3-from-fp64-sticky-rne-satfinite", "bf16x2-rne-finite", "fp16x2-rne-finite"};
+    "e4m3-from-fp64-rne-satfinite", "e4m3-from-fp64-sticky-rne-satfinite", "bf16x2-rne-finite", "fp16x2-rne-finite",
+    "e4m3x2-of-products-finite"};
 
 // The paired packers (formats/fast_decode.hpp) take non-NaN values only: x in the low half, -x in
 // the high half (lane order and sign); a NaN input is outside their domain and reads as 0 in both.
@@ -31,6 +32,20 @@ KVQ_HD inline std::uint32_t paired_case(FastPath p, float x, bool reference) {
            static_cast<std::uint32_t>(encode(f, Conversion{}, unpack(kFP32, bits_of(-x)))) << 16;
   }
   return p == FastPath::bf16x2_rne_finite ? bf16x2_rne_finite(x, -x) : fp16x2_rne_finite(x, -x);
+}
+
+// Exact products rounded once to E4M3 (e4m3x2_of_products), finite inputs only (others read 0):
+// x * (1 + 2^-23) in the low byte (a remainder in the last bit: the sticky case) and x * -4/3
+// (a remainder of any size, and the sign) in the high byte.
+inline constexpr float kProductNearOne = 0x1.000002p0f, kProductThird = -0x1.555556p0f;
+KVQ_HD inline std::uint32_t products_case(float x, bool reference) {
+  if (!(fabsf(x) <= 3.4028235e38f)) return 0;
+  if (reference) {
+    const Conversion c = convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even);
+    const double lo = static_cast<double>(x) * kProductNearOne, hi = static_cast<double>(x) * kProductThird;
+    return static_cast<std::uint32_t>(encode_double(kE4M3FN, c, lo) | encode_double(kE4M3FN, c, hi) << 8);
+  }
+  return e4m3x2_of_products(x, kProductNearOne, x, kProductThird);
 }
 
 // The FP64 cases read the input as the HIGH word of a double: low word 0 (every FP32-exact
@@ -60,6 +75,7 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
     case FastPath::e4m3_from_fp64_sticky: return e4m3_satfinite_from_double_fast(fp64_case_input(p, bits));
     case FastPath::bf16x2_rne_finite:
     case FastPath::fp16x2_rne_finite: return paired_case(p, x, false);
+    case FastPath::e4m3x2_of_products: return products_case(x, false);
   }
   return 0;
 }
@@ -91,6 +107,7 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
           fp64_case_input(p, bits)));
     case FastPath::bf16x2_rne_finite:
     case FastPath::fp16x2_rne_finite: return paired_case(p, float_from_bits(bits), true);
+    case FastPath::e4m3x2_of_products: return products_case(float_from_bits(bits), true);
   }
   return 0;
 }

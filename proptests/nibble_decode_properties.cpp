@@ -4,7 +4,8 @@
 // away (the one that shares its isolating mask), and tensor scales g at zero, subnormal, ordinary,
 // the largest lean, the first not lean, the largest finite, inf and NaN. The CPU twin (the
 // kernel's code) against dequantize_scaled_element (suite kernels); the GPU kernel against the
-// twin, byte for byte (suite gpu).
+// twin, byte for byte (suite gpu). The same for the prefill workspace (requantize_e4m3), over
+// workspace factors that make factor * 2^10 or factor * 2^e inexact or non-finite.
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -56,6 +57,13 @@ std::vector<float> tensor_scales(const Recipe& r) {
           0x1.fffffep117f, 0x1p118f, 3.4028235e38f, INFINITY,       -INFINITY, NAN};
 }
 
+// Workspace factors (NaN is rejected): zero, subnormal, ordinary, the two-level bound, the largest
+// finite, inf.
+std::vector<float> workspace_factors() {
+  return {0.0f, -0.0f, 0x1p-149f, 0x1.8p-140f, 1.0f / 6.0f, 1.0f, -0.37f, 3.1e5f, 0x1.fffffep117f, 0x1p118f,
+          3.4028235e38f, INFINITY, -INFINITY};
+}
+
 // The recipes whose dequantize differs: element format x scale kind x block (fixed kernels and
 // the generic one at block 8), and block 4, not a whole word (the general element code).
 std::vector<std::pair<std::string, Recipe>> nibble_recipes() {
@@ -73,12 +81,15 @@ std::vector<std::pair<std::string, Recipe>> nibble_recipes() {
   return out;
 }
 
-std::string describe(const NibbleTensor& t, DType d, float g, std::int64_t row, std::int64_t j) {
+// "scale code 0x.. element j code 0x.." of row (= scale code) and column j.
+std::string where(const NibbleTensor& t, std::int64_t row, std::int64_t j) {
   std::ostringstream os;
-  os << kernels::name_of(d) << " g " << hex_code(kFP32, bits_of(g)) << " scale code 0x" << std::hex << row
-     << std::dec << " element " << j << " code 0x" << std::hex
+  os << "scale code 0x" << std::hex << row << std::dec << " element " << j << " code 0x" << std::hex
      << int{kernels::code_at(t.shape, t.codes.data() + row * t.shape.code_bytes_per_row(), j)};
   return os.str();
+}
+std::string describe(const NibbleTensor& t, DType d, float g, std::int64_t row, std::int64_t j) {
+  return std::string(kernels::name_of(d)) + " g " + hex_code(kFP32, bits_of(g)) + " " + where(t, row, j);
 }
 
 Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d) {
@@ -150,6 +161,69 @@ Outcome device_equals_twin(const RunContext& ctx, const Recipe& r, DType d) {
   return tally.outcome(ctx);
 }
 
+Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r) {
+  const NibbleTensor t = every_code_and_scale(r);
+  const QuantizeShape& s = t.shape;
+  Tally tally;
+  std::vector<std::uint8_t> out(s.rows * s.cols);
+  for (const float factor : workspace_factors()) {
+    const std::string e = kernels::requantize_e4m3_cpu(s, t.codes.data(), t.scales.data(), factor, out.data());
+    if (!e.empty()) throw std::runtime_error(e);
+    for (std::int64_t row = 0; row < s.rows; ++row) {
+      for (std::int64_t j = 0; j < s.cols; ++j) {
+        const std::uint8_t code = kernels::code_at(s, t.codes.data() + row * s.code_bytes_per_row(), j);
+        const std::uint8_t want = requantize_e4m3(r, t.scales[row * s.scales_per_row() + j / s.block()], code, factor);
+        if (out[row * s.cols + j] == want) {
+          tally.pass();
+        } else {
+          tally.fail("factor " + hex_code(kFP32, bits_of(factor)) + " " + where(t, row, j) +
+                     ": twin " + hex_code(kE4M3FN, out[row * s.cols + j]) + ", element code " + hex_code(kE4M3FN, want));
+        }
+      }
+    }
+  }
+  return tally.outcome(ctx);
+}
+
+Outcome requant_device_equals_twin(const RunContext& ctx, const Recipe& r) {
+  std::string why;
+  if (!kernels::device::available(&why)) return skipped(why);
+  const NibbleTensor t = every_code_and_scale(r);
+  const QuantizeShape& s = t.shape;
+  const std::size_t out_bytes = static_cast<std::size_t>(s.rows * s.cols);
+  Tally tally;
+  void *codes = nullptr, *scales = nullptr, *y = nullptr;
+  std::string e = kernels::device::allocate(&codes, t.codes.size());
+  if (e.empty()) e = kernels::device::allocate(&scales, t.scales.size() + 1);
+  if (e.empty()) e = kernels::device::allocate(&y, out_bytes);
+  if (e.empty()) e = kernels::device::upload(codes, t.codes.data(), t.codes.size());
+  if (e.empty()) e = kernels::device::upload(scales, t.scales.data(), t.scales.size());
+  for (const float factor : workspace_factors()) {
+    std::vector<std::uint8_t> want(out_bytes), got(out_bytes);
+    if (e.empty()) e = kernels::requantize_e4m3_cpu(s, t.codes.data(), t.scales.data(), factor, want.data());
+    if (e.empty()) e = kernels::device::fill(y, 0xA5, out_bytes);
+    if (e.empty())
+      e = kernels::device::requantize_e4m3(s, static_cast<const std::uint8_t*>(codes),
+                                           static_cast<const std::uint8_t*>(scales), factor,
+                                           static_cast<std::uint8_t*>(y), nullptr);
+    if (e.empty()) e = kernels::device::synchronize();
+    if (e.empty()) e = kernels::device::download(got.data(), y, out_bytes);
+    if (!e.empty()) break;
+    for (std::size_t i = 0; i < out_bytes; ++i) {
+      if (got[i] == want[i]) {
+        tally.pass();
+      } else {
+        const auto element = static_cast<std::int64_t>(i);
+        tally.fail("factor " + hex_code(kFP32, bits_of(factor)) + " " +
+                   where(t, element / s.cols, element % s.cols) + ": device differs from the twin");
+      }
+    }
+  }
+  for (void* p : {codes, scales, y}) kernels::device::release(p);
+  if (!e.empty()) throw std::runtime_error(e);
+  return tally.outcome(ctx);
+}
+
 void register_nibble_decode_properties() {
   for (const auto& [name, recipe] : nibble_recipes()) {
     for (const DType d : {DType::fp32, DType::bf16, DType::fp16}) {
@@ -160,6 +234,11 @@ void register_nibble_decode_properties() {
       add_property("gpu", "kernels/" + base + "/device-equals-twin-every-code-scale-g", Device::cuda,
                    [r, d](const RunContext& ctx) { return device_equals_twin(ctx, r, d); });
     }
+    const Recipe r = recipe;
+    add_property("kernels", "nibble-decode/" + name + "/workspace-e4m3/twin-equals-element-code-every-code-scale-factor",
+                 Device::cpu, [r](const RunContext& ctx) { return requant_twin_equals_element_code(ctx, r); });
+    add_property("gpu", "kernels/nibble-decode/" + name + "/workspace-e4m3/device-equals-twin-every-code-scale-factor",
+                 Device::cuda, [r](const RunContext& ctx) { return requant_device_equals_twin(ctx, r); });
   }
 }
 KVQ_REGISTER_PROPERTIES(register_nibble_decode_properties);

@@ -81,6 +81,7 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
     KVQ_FAST_CASE(e4m3_from_fp64_sticky)
     KVQ_FAST_CASE(bf16x2_rne_finite)
     KVQ_FAST_CASE(fp16x2_rne_finite)
+    KVQ_FAST_CASE(e4m3x2_of_products)
 #undef KVQ_FAST_CASE
   }
   return cudaErrorInvalidValue;
