@@ -123,12 +123,16 @@ Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d
   return tally.outcome(ctx);
 }
 
-Outcome device_equals_twin(const RunContext& ctx, const Recipe& r, DType d) {
+// A kernel against its twin on tensor t, once per parameter (g or factor) named `parameter`: the
+// outputs (`bytes` per element, poisoned before each launch) byte for byte. twin(value, out) and
+// launch(value, codes, scales, out) return "" or an error.
+template <typename Twin, typename Launch>
+Outcome device_vs_twin(const RunContext& ctx, const NibbleTensor& t, int bytes, const std::vector<float>& values,
+                       const char* parameter, Twin twin, Launch launch) {
   std::string why;
   if (!kernels::device::available(&why)) return skipped(why);
-  const NibbleTensor t = every_code_and_scale(r);
   const QuantizeShape& s = t.shape;
-  const std::size_t out_bytes = static_cast<std::size_t>(s.rows * s.cols) * kernels::bytes_of(d);
+  const std::size_t out_bytes = static_cast<std::size_t>(s.rows * s.cols) * bytes;
   Tally tally;
   void *codes = nullptr, *scales = nullptr, *y = nullptr;
   std::string e = kernels::device::allocate(&codes, t.codes.size());
@@ -136,29 +140,38 @@ Outcome device_equals_twin(const RunContext& ctx, const Recipe& r, DType d) {
   if (e.empty()) e = kernels::device::allocate(&y, out_bytes);
   if (e.empty()) e = kernels::device::upload(codes, t.codes.data(), t.codes.size());
   if (e.empty()) e = kernels::device::upload(scales, t.scales.data(), t.scales.size());
-  for (const float g : tensor_scales(r)) {
+  for (const float value : values) {
     std::vector<std::uint8_t> want(out_bytes), got(out_bytes);
-    if (e.empty()) e = kernels::dequantize_cpu(s, t.codes.data(), t.scales.data(), g, d, want.data());
+    if (e.empty()) e = twin(value, want.data());
     if (e.empty()) e = kernels::device::fill(y, 0xA5, out_bytes);
     if (e.empty())
-      e = kernels::device::dequantize(s, static_cast<const std::uint8_t*>(codes), static_cast<const std::uint8_t*>(scales),
-                                      g, d, y, nullptr);
+      e = launch(value, static_cast<const std::uint8_t*>(codes), static_cast<const std::uint8_t*>(scales), y);
     if (e.empty()) e = kernels::device::synchronize();
     if (e.empty()) e = kernels::device::download(got.data(), y, out_bytes);
     if (!e.empty()) break;
-    const int bytes = kernels::bytes_of(d);
     for (std::size_t i = 0; i < out_bytes; i += bytes) {
       if (std::memcmp(&got[i], &want[i], bytes) == 0) {
         tally.pass();
       } else {
         const auto element = static_cast<std::int64_t>(i / bytes);
-        tally.fail(describe(t, d, g, element / s.cols, element % s.cols) + ": device differs from the twin");
+        tally.fail(std::string(parameter) + " " + hex_code(kFP32, bits_of(value)) + " " +
+                   where(t, element / s.cols, element % s.cols) + ": device differs from the twin");
       }
     }
   }
   for (void* p : {codes, scales, y}) kernels::device::release(p);
   if (!e.empty()) throw std::runtime_error(e);
   return tally.outcome(ctx);
+}
+
+Outcome device_equals_twin(const RunContext& ctx, const Recipe& r, DType d) {
+  const NibbleTensor t = every_code_and_scale(r);
+  return device_vs_twin(
+      ctx, t, kernels::bytes_of(d), tensor_scales(r), "g",
+      [&](float g, std::uint8_t* out) { return kernels::dequantize_cpu(t.shape, t.codes.data(), t.scales.data(), g, d, out); },
+      [&](float g, const std::uint8_t* codes, const std::uint8_t* scales, void* y) {
+        return kernels::device::dequantize(t.shape, codes, scales, g, d, y, nullptr);
+      });
 }
 
 Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r) {
@@ -186,42 +199,15 @@ Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r)
 }
 
 Outcome requant_device_equals_twin(const RunContext& ctx, const Recipe& r) {
-  std::string why;
-  if (!kernels::device::available(&why)) return skipped(why);
   const NibbleTensor t = every_code_and_scale(r);
-  const QuantizeShape& s = t.shape;
-  const std::size_t out_bytes = static_cast<std::size_t>(s.rows * s.cols);
-  Tally tally;
-  void *codes = nullptr, *scales = nullptr, *y = nullptr;
-  std::string e = kernels::device::allocate(&codes, t.codes.size());
-  if (e.empty()) e = kernels::device::allocate(&scales, t.scales.size() + 1);
-  if (e.empty()) e = kernels::device::allocate(&y, out_bytes);
-  if (e.empty()) e = kernels::device::upload(codes, t.codes.data(), t.codes.size());
-  if (e.empty()) e = kernels::device::upload(scales, t.scales.data(), t.scales.size());
-  for (const float factor : workspace_factors()) {
-    std::vector<std::uint8_t> want(out_bytes), got(out_bytes);
-    if (e.empty()) e = kernels::requantize_e4m3_cpu(s, t.codes.data(), t.scales.data(), factor, want.data());
-    if (e.empty()) e = kernels::device::fill(y, 0xA5, out_bytes);
-    if (e.empty())
-      e = kernels::device::requantize_e4m3(s, static_cast<const std::uint8_t*>(codes),
-                                           static_cast<const std::uint8_t*>(scales), factor,
-                                           static_cast<std::uint8_t*>(y), nullptr);
-    if (e.empty()) e = kernels::device::synchronize();
-    if (e.empty()) e = kernels::device::download(got.data(), y, out_bytes);
-    if (!e.empty()) break;
-    for (std::size_t i = 0; i < out_bytes; ++i) {
-      if (got[i] == want[i]) {
-        tally.pass();
-      } else {
-        const auto element = static_cast<std::int64_t>(i);
-        tally.fail("factor " + hex_code(kFP32, bits_of(factor)) + " " +
-                   where(t, element / s.cols, element % s.cols) + ": device differs from the twin");
-      }
-    }
-  }
-  for (void* p : {codes, scales, y}) kernels::device::release(p);
-  if (!e.empty()) throw std::runtime_error(e);
-  return tally.outcome(ctx);
+  return device_vs_twin(
+      ctx, t, 1, workspace_factors(), "factor",
+      [&](float factor, std::uint8_t* out) {
+        return kernels::requantize_e4m3_cpu(t.shape, t.codes.data(), t.scales.data(), factor, out);
+      },
+      [&](float factor, const std::uint8_t* codes, const std::uint8_t* scales, void* y) {
+        return kernels::device::requantize_e4m3(t.shape, codes, scales, factor, static_cast<std::uint8_t*>(y), nullptr);
+      });
 }
 
 void register_nibble_decode_properties() {
