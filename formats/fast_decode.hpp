@@ -122,20 +122,24 @@ KVQ_HD inline NibbleScaling nibble_requant_scaling(const Recipe& r, std::uint8_t
 }
 
 // Two exact products a * b, each rounded ONCE to E4M3FN (cvt.rn.satfinite), the first in the
-// low byte; every input finite. Device: the product rounded to odd in FP32 (toward zero, then
-// the last bit set where the FMA's exact remainder is non-zero: Boldo and Melquiond's theorem, as
-// e4m3_satfinite_from_double_fast), then one paired conversion. Host: the exact FP64 product
-// through e4m3_satfinite_from_double_fast.
+// low byte; every input finite. Device: the product rounded to odd in FP32, then one paired
+// conversion (Boldo and Melquiond: FP32 keeps more than E4M3's bits plus two, so the odd last
+// bit stands for all dropped bits, as in e4m3_satfinite_from_double_fast). Rounding to odd is
+// the product toward zero with the last bit of its magnitude rounded up OR-ed in: where the
+// product is exact both are equal; otherwise they are neighbours, consecutive as integers, and
+// the OR picks the odd one (toward zero never overflows; up gives inf = FLT_MAX's bits + 1).
+// Host: the exact FP64 product through e4m3_satfinite_from_double_fast.
+KVQ_HD constexpr std::uint32_t round_to_odd_bits(std::uint32_t toward_zero, std::uint32_t magnitude_up) {
+  return toward_zero | (magnitude_up & 1u);
+}
 KVQ_HD inline std::uint16_t e4m3x2_of_products(float a0, float b0, float a1, float b1) {
 #if defined(__CUDA_ARCH__)
   float odd[2];
   const float a[2] = {a0, a1}, b[2] = {b0, b1};
   KVQ_UNROLL
-  for (int i = 0; i < 2; ++i) {
-    const float toward_zero = __fmul_rz(a[i], b[i]);
-    const float remainder = __fmaf_rn(a[i], b[i], -toward_zero);  // exact where it matters (|product| >= 2^-11)
-    odd[i] = remainder != 0.0f ? __uint_as_float(__float_as_uint(toward_zero) | 1u) : toward_zero;
-  }
+  for (int i = 0; i < 2; ++i)
+    odd[i] = __uint_as_float(round_to_odd_bits(__float_as_uint(__fmul_rz(a[i], b[i])),
+                                               __float_as_uint(__fmul_ru(fabsf(a[i]), fabsf(b[i])))));
   return __nv_cvt_float2_to_fp8x2(float2{odd[0], odd[1]}, __NV_SATFINITE, __NV_E4M3);
 #else
   return static_cast<std::uint16_t>(

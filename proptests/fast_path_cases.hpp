@@ -35,17 +35,17 @@ KVQ_HD inline std::uint32_t paired_case(FastPath p, float x, bool reference) {
 }
 
 // Exact products rounded once to E4M3 (e4m3x2_of_products), finite inputs only (others read 0):
-// x * (1 + 2^-23) in the low byte (a remainder in the last bit: the sticky case) and x * -4/3
-// (a remainder of any size, and the sign) in the high byte.
-inline constexpr float kProductNearOne = 0x1.000002p0f, kProductThird = -0x1.555556p0f;
+// x * 3 in the low byte (exact products on E4M3 midpoints, which must stay ties, and inexact ones
+// just beside them) and x * -4/3 (inexact: the dropped bits must count; and the sign) in the high.
+inline constexpr float kProductThree = 3.0f, kProductMinusFourThirds = -0x1.555556p0f;
 KVQ_HD inline std::uint32_t products_case(float x, bool reference) {
   if (!(fabsf(x) <= 3.4028235e38f)) return 0;
   if (reference) {
     const Conversion c = convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even);
-    const double lo = static_cast<double>(x) * kProductNearOne, hi = static_cast<double>(x) * kProductThird;
+    const double lo = static_cast<double>(x) * kProductThree, hi = static_cast<double>(x) * kProductMinusFourThirds;
     return static_cast<std::uint32_t>(encode_double(kE4M3FN, c, lo) | encode_double(kE4M3FN, c, hi) << 8);
   }
-  return e4m3x2_of_products(x, kProductNearOne, x, kProductThird);
+  return e4m3x2_of_products(x, kProductThree, x, kProductMinusFourThirds);
 }
 
 // The FP64 cases read the input as the HIGH word of a double: low word 0 (every FP32-exact

@@ -210,7 +210,42 @@ Outcome requant_device_equals_twin(const RunContext& ctx, const Recipe& r) {
       });
 }
 
+// The device's rounding to odd (round_to_odd_bits of the product toward zero and of its magnitude
+// rounded up, both modelled here from the exact FP64 product) then E4M3, against the exact product
+// rounded once, for the fast-path sweep's products x * 3 and x * -4/3 on a stratified sample.
+Outcome round_to_odd_model(const RunContext& ctx) {
+  const auto toward_zero = [](double d) {
+    float f = static_cast<float>(d);
+    return std::fabs(static_cast<double>(f)) > std::fabs(d) ? std::nextafter(f, 0.0f) : f;
+  };
+  const auto magnitude_up = [](double d) {
+    float f = static_cast<float>(std::fabs(d));
+    return static_cast<double>(f) < std::fabs(d) ? std::nextafter(f, INFINITY) : f;
+  };
+  Tally tally;
+  for (std::uint32_t high = 0; high < 0x10000u; ++high) {
+    for (const std::uint32_t low : {0x0000u, 0x0001u, 0x5555u, 0xaaabu, 0xffffu}) {
+      const float x = float_from_bits(high << 16 | low);
+      if (!(std::fabs(x) <= 3.4028235e38f)) continue;
+      for (const float b : {3.0f, -0x1.555556p0f}) {
+        const double exact = static_cast<double>(x) * b;
+        const float odd = float_from_bits(round_to_odd_bits(bits_of(toward_zero(exact)), bits_of(magnitude_up(exact))));
+        if (e4m3_satfinite_fast(odd) == e4m3_satfinite_from_double_fast(exact)) {
+          tally.pass();
+        } else {
+          tally.fail(hex_code(kFP32, bits_of(x)) + " * " + hex_code(kFP32, bits_of(b)) + ": rounded to odd " +
+                     hex_code(kE4M3FN, e4m3_satfinite_fast(odd)) + ", exact " +
+                     hex_code(kE4M3FN, e4m3_satfinite_from_double_fast(exact)));
+        }
+      }
+    }
+  }
+  return tally.outcome(ctx);
+}
+
 void register_nibble_decode_properties() {
+  add_property("formats", "fast-paths/e4m3x2-of-products-finite/round-to-odd-model-sample", Device::cpu,
+               round_to_odd_model);
   for (const auto& [name, recipe] : nibble_recipes()) {
     for (const DType d : {DType::fp32, DType::bf16, DType::fp16}) {
       const Recipe r = recipe;
