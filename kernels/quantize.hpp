@@ -18,6 +18,7 @@
 #endif
 #include <cstdint>
 
+#include "formats/fast_decode.hpp"
 #include "formats/packed_quantize.hpp"
 #include "formats/packing.hpp"
 #include "formats/recipes.hpp"
@@ -107,8 +108,10 @@ __device__ inline void unpack_word(DType t, std::uint32_t w, float* out) {  // 1
     out[1] = __half2float(__ushort_as_half(static_cast<unsigned short>(w >> 16)));
   }
 }
+template <bool kFinite = false>  // kFinite: no value is NaN (the paired conversions need no NaN test)
 __device__ inline std::uint32_t pack_word(DType t, const float* v) {
   if (t == DType::fp32) return __float_as_uint(v[0]);
+  if (kFinite) return t == DType::bf16 ? bf16x2_rne_finite(v[0], v[1]) : fp16x2_rne_finite(v[0], v[1]);
   if (t == DType::bf16) return bf16_rne_fast(v[0]) | (std::uint32_t{bf16_rne_fast(v[1])} << 16);
   return fp16_rne_fast(v[0]) | (std::uint32_t{fp16_rne_fast(v[1])} << 16);
 }
@@ -134,6 +137,7 @@ KVQ_HD inline void load_values(DType t, const void* x, std::int64_t first, int n
   for (int i = 0; i < n; ++i) out[i] = load_value(t, x, first + i);
 }
 
+template <bool kFinite = false>  // kFinite: no value is NaN (the same bits, fewer instructions)
 KVQ_HD inline void store_values(DType t, void* y, std::int64_t first, int n, const float* v) {
 #if defined(__CUDA_ARCH__)
   const int bytes = t == DType::fp32 ? 4 : 2, per_word = 4 / bytes;
@@ -141,8 +145,8 @@ KVQ_HD inline void store_values(DType t, void* y, std::int64_t first, int n, con
   if (aligned(base, 16) && (n * bytes) % 16 == 0) {
     KVQ_UNROLL
     for (int k = 0; k < n * bytes / 16; ++k) {
-      const uint4 w{pack_word(t, v + (4 * k + 0) * per_word), pack_word(t, v + (4 * k + 1) * per_word),
-                    pack_word(t, v + (4 * k + 2) * per_word), pack_word(t, v + (4 * k + 3) * per_word)};
+      const uint4 w{pack_word<kFinite>(t, v + (4 * k + 0) * per_word), pack_word<kFinite>(t, v + (4 * k + 1) * per_word),
+                    pack_word<kFinite>(t, v + (4 * k + 2) * per_word), pack_word<kFinite>(t, v + (4 * k + 3) * per_word)};
       __stcs(reinterpret_cast<uint4*>(base) + k, w);
     }
     return;
@@ -174,6 +178,26 @@ KVQ_HD inline void load_bytes(const std::uint8_t* src, int count, std::uint8_t* 
 #endif
   KVQ_UNROLL
   for (int i = 0; i < count; ++i) out[i] = src[i];
+}
+
+// Four code bytes as a little-endian word (the first byte lowest).
+KVQ_HD inline std::uint32_t load_word(const std::uint8_t* src) {
+#if defined(__CUDA_ARCH__)
+  if (aligned(src, 4)) return __ldcs(reinterpret_cast<const unsigned int*>(src));
+#endif
+  return src[0] | (std::uint32_t{src[1]} << 8) | (std::uint32_t{src[2]} << 16) | (std::uint32_t{src[3]} << 24);
+}
+
+// Two little-endian words to eight bytes (one 8-byte store where aligned).
+KVQ_HD inline void store_word_pair(std::uint8_t* dst, const std::uint32_t* w) {
+#if defined(__CUDA_ARCH__)
+  if (aligned(dst, 8)) {
+    __stcs(reinterpret_cast<uint2*>(dst), uint2{w[0], w[1]});
+    return;
+  }
+#endif
+  KVQ_UNROLL
+  for (int i = 0; i < 8; ++i) dst[i] = static_cast<std::uint8_t>(w[i / 4] >> (8 * (i % 4)));
 }
 
 KVQ_HD inline void store_bytes(std::uint8_t* dst, const std::uint8_t* bytes, int count) {
@@ -268,6 +292,27 @@ KVQ_HD inline std::uint8_t load_block_codes(const QuantizeShape& s, const std::u
   return load_span_codes<kCap>(s, codes, scales, 0, n, row, b, out);
 }
 
+// Eight 4-bit codes (E2M1, INT4: one little-endian word at `word`) of a block with scale code
+// `scale` (0 without block scales), to elements [element, element + 8) of y: the lean decode of
+// formats/fast_decode.hpp where no NaN can arise (nibble_scaling), else the general element code.
+// The word is loaded first and used by both paths, so its load and the scale's overlap.
+KVQ_HD inline void dequantize_nibble_word(const Recipe& r, const std::uint8_t* word, std::uint8_t scale, float g,
+                                          DType output, void* y, std::int64_t element) {
+  const std::uint32_t codes = io::load_word(word);
+  const NibbleScaling k = nibble_scaling(r, scale, g);
+  float values[8];
+  if (k.lean) {
+    nibble_word_values(codes, nibble_format(r.element).mag_shift, k, values);
+    io::store_values<true>(output, y, element, 8, values);
+    return;
+  }
+  const float scale_value = block_scale_value(r, scale);
+  KVQ_UNROLL
+  for (int i = 0; i < 8; ++i)
+    values[i] = dequantize_scaled_element(r, g, scale_value, static_cast<std::uint8_t>((codes >> (4 * i)) & 0xFu));
+  io::store_values(output, y, element, 8, values);
+}
+
 // Elements [first, first + n) of block (row, b): codes and scale to values of the output type.
 // kN > 0 fixes n at compile time. The CPU twin decodes whole blocks (first 0, n = block); the
 // kernels decode spans of kDequantizeSpan elements, a thread each, with the same element code.
@@ -276,6 +321,13 @@ KVQ_HD inline void dequantize_span(const QuantizeShape& s, const std::uint8_t* c
                                    DType output, void* y, std::int64_t row, std::int64_t b, int first, int n_runtime) {
   constexpr int kCap = kN > 0 ? kN : kMaxBlock;
   const int n = kN > 0 ? kN : n_runtime;
+  if (s.packed() && n % 8 == 0 && first % 8 == 0) {  // whole words: eight codes at a time
+    const std::int64_t element = row * s.cols + b * s.block() + first;
+    const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
+    for (int w = 0; w < n / 8; ++w)
+      dequantize_nibble_word(s.recipe, codes + element / 2 + 4 * w, scale, g, output, y, element + 8 * w);
+    return;
+  }
   std::uint8_t span_codes[kCap];
   float values[kCap];
   const std::uint8_t scale = load_span_codes<kCap>(s, codes, scales, first, n, row, b, span_codes);
@@ -291,12 +343,38 @@ KVQ_HD inline void dequantize_one_block(const QuantizeShape& s, const std::uint8
   dequantize_span<kN>(s, codes, scales, g, output, y, row, b, 0, s.block());
 }
 
+// Eight 4-bit codes (one word at `word`) of a block with scale code `scale`, to eight workspace
+// E4M3 codes at out: formats/fast_decode.hpp where lean (nibble_requant_scaling), else
+// requantize_e4m3 element by element. The word is loaded first, as in dequantize_nibble_word.
+KVQ_HD inline void requantize_nibble_word(const Recipe& r, const std::uint8_t* word, std::uint8_t scale, float factor,
+                                          std::uint8_t* out) {
+  const std::uint32_t codes = io::load_word(word);
+  const NibbleScaling k = nibble_requant_scaling(r, scale, factor);
+  std::uint32_t words[2] = {0, 0};
+  if (k.lean) {
+    nibble_word_e4m3(codes, nibble_format(r.element).mag_shift, k, words);
+  } else {
+    KVQ_UNROLL
+    for (int i = 0; i < 8; ++i)
+      words[i / 4] |= std::uint32_t{requantize_e4m3(r, scale, static_cast<std::uint8_t>((codes >> (4 * i)) & 0xFu), factor)}
+                      << (8 * (i % 4));
+  }
+  io::store_word_pair(out, words);
+}
+
 // One block (row, b): codes and scale to E4M3 workspace codes (requantize_e4m3), one byte each.
 template <int kN = 0>
 KVQ_HD inline void requantize_one_block(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
                                         float factor, std::uint8_t* out, std::int64_t row, std::int64_t b) {
   constexpr int kCap = kN > 0 ? kN : kMaxBlock;
   const int n = kN > 0 ? kN : s.block();
+  if (s.packed() && n % 8 == 0) {  // whole words: eight codes at a time
+    const std::int64_t element = row * s.cols + b * n;
+    const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
+    for (int w = 0; w < n / 8; ++w)
+      requantize_nibble_word(s.recipe, codes + element / 2 + 4 * w, scale, factor, out + element + 8 * w);
+    return;
+  }
   std::uint8_t block_codes[kCap];
   const std::uint8_t scale = load_block_codes<kCap>(s, codes, scales, n, row, b, block_codes);
   KVQ_UNROLL

@@ -107,25 +107,64 @@ constexpr bool spans_divide_fixed_blocks() {
 static_assert(spans_divide_fixed_blocks(), "every fixed block is a whole number of dequantize spans");
 template <int C>
 constexpr int kSpanOf = C == kGeneric ? 0 : kDequantizeSpan;
+// Fixed 4-bit configurations (all with block scales): a span is one word of eight codes.
+template <int C>
+constexpr bool kNibbleWords = C != kGeneric && format_of(kFixed[C].element).bits() == 4 && kDequantizeSpan == 8;
 template <int C, DType T>
-__global__ void dequantize_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
-                                  void* y) {
-  const QuantizeShape s = specialise<C>(shape);
+__device__ inline void dequantize_spans(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                                        float g, void* y) {
   const int n = C == kGeneric ? s.block() : kSpanOf<C>;
   const int spans_per_block = s.block() / n;
   const std::int64_t total = s.rows * (s.cols / n);
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t block = k / spans_per_block;  // dense rows: block `block` of row 0
+    if constexpr (kNibbleWords<C>) {  // span k is code word k
+      dequantize_nibble_word(s.recipe, codes + 4 * k, scales[block], g, T, y, kDequantizeSpan * k);
+      continue;
+    }
     const int first = static_cast<int>(k - block * spans_per_block) * n;
     dequantize_span<kSpanOf<C>>(s, codes, scales, g, T, y, 0, block, first, n);
   }
 }
+template <int C, DType T>
+__global__ void dequantize_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+                                  void* y) {
+  const QuantizeShape s = specialise<C>(shape);
+  if constexpr (kNibbleWords<C>) {
+    const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+    if (address(codes) % 4 == 0 && address(y) % 16 == 0) {  // the usual case: no per-span alignment tests
+      dequantize_spans<C, T>(s, static_cast<const std::uint8_t*>(__builtin_assume_aligned(codes, 4)), scales, g,
+                             __builtin_assume_aligned(y, 16));
+      return;
+    }
+  }
+  dequantize_spans<C, T>(s, codes, scales, g, y);
+}
 
+template <int C>
+__device__ inline void requantize_words(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                                        float factor, std::uint8_t* out) {
+  const int words_per_block = s.block() / 8;
+  const std::int64_t total = s.rows * (s.cols / 8);
+  for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
+       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    requantize_nibble_word(s.recipe, codes + 4 * k, scales[k / words_per_block], factor, out + 8 * k);
+}
 template <int C>
 __global__ void requantize_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales,
                                   float factor, std::uint8_t* out) {
   const QuantizeShape s = specialise<C>(shape);
+  if constexpr (kNibbleWords<C>) {  // a thread per word of eight codes, like the dequantize kernel
+    const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+    if (address(codes) % 4 == 0 && address(out) % 8 == 0) {  // the usual case: no per-word alignment tests
+      requantize_words<C>(s, static_cast<const std::uint8_t*>(__builtin_assume_aligned(codes, 4)), scales, factor,
+                          static_cast<std::uint8_t*>(__builtin_assume_aligned(out, 8)));
+    } else {
+      requantize_words<C>(s, codes, scales, factor, out);
+    }
+    return;
+  }
   const std::int64_t total = s.rows * (s.cols / s.block());
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
@@ -229,7 +268,7 @@ std::string requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, c
                             std::uint8_t* out, void* stream) {
   if (auto e = validate(s); !e.empty()) return e;
   if (factor != factor) return "factor (workspace scale) must not be NaN";
-  const std::int64_t work = s.rows * (s.cols / s.block());
+  const std::int64_t work = s.rows * (s.cols / s.block()) * (s.packed() && s.block() % 8 == 0 ? s.block() / 8 : 1);
   if (work == 0) return {};
   const int grid = grid_for(work, kThreads);
   return status(dispatch(s, DType::fp32, [&]<int C, DType T>() {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "formats/fast_decode.hpp"
 #include "formats/fast_paths.hpp"
 #include "formats/packed_quantize.hpp"
 #include "proptests/harness/mix32.hpp"
@@ -13,14 +14,16 @@ namespace kvq::props {
 
 enum class FastPath : int {
   e2m1_rne, e2m1_rna, e4m3_satfinite, bf16_rne, fp16_rne, e2m1_value, e4m3_value, int4_rne, int8_rne, int4_value, int8_value,
-  e4m3_from_fp64, e4m3_from_fp64_sticky, e2m1_magic, int4_magic, e2m1_divide_a, e2m1_divide_b
+  e4m3_from_fp64, e4m3_from_fp64_sticky, e2m1_magic, int4_magic, e2m1_divide_a, e2m1_divide_b, bf16x2_rne_finite,
+  fp16x2_rne_finite, e4m3x2_of_products
 };
-inline constexpr int kFastPathCount = 17;
+inline constexpr int kFastPathCount = 20;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
     "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
     "e4m3-from-fp64-rne-satfinite", "e4m3-from-fp64-sticky-rne-satfinite", "e2m1-magnitude-magic",
-    "int4-magnitude-magic", "e2m1-divide-by-reciprocal-set-a", "e2m1-divide-by-reciprocal-set-b"};
+    "int4-magnitude-magic", "e2m1-divide-by-reciprocal-set-a", "e2m1-divide-by-reciprocal-set-b", "bf16x2-rne-finite",
+    "fp16x2-rne-finite", "e4m3x2-of-products-finite"};
 
 // Denominators of the divide cases (formats/packed_quantize.hpp: divide_by_reciprocal is used for
 // d in [2^-64, 2^64]): both ends, powers of two, E4M3 x FP32 products, odd mantissas, near-ones.
@@ -51,6 +54,31 @@ KVQ_HD inline std::uint32_t divide_codes(std::uint32_t bits, int set, bool fast)
     word |= code << (4 * j);
   }
   return word;
+
+// The paired packers (formats/fast_decode.hpp) take non-NaN values only: x in the low half, -x in
+// the high half (lane order and sign); a NaN input is outside their domain and reads as 0 in both.
+KVQ_HD inline std::uint32_t paired_case(FastPath p, float x, bool reference) {
+  if (x != x) return 0;
+  if (reference) {
+    const Format f = p == FastPath::bf16x2_rne_finite ? kBF16 : kFP16;
+    return static_cast<std::uint32_t>(encode(f, Conversion{}, unpack(kFP32, bits_of(x)))) |
+           static_cast<std::uint32_t>(encode(f, Conversion{}, unpack(kFP32, bits_of(-x)))) << 16;
+  }
+  return p == FastPath::bf16x2_rne_finite ? bf16x2_rne_finite(x, -x) : fp16x2_rne_finite(x, -x);
+}
+
+// Exact products rounded once to E4M3 (e4m3x2_of_products), finite inputs only (others read 0):
+// x * 3 in the low byte (exact products on E4M3 midpoints, which must stay ties, and inexact ones
+// just beside them) and x * -4/3 (inexact: the dropped bits must count; and the sign) in the high.
+inline constexpr float kProductThree = 3.0f, kProductMinusFourThirds = -0x1.555556p0f;
+KVQ_HD inline std::uint32_t products_case(float x, bool reference) {
+  if (!(fabsf(x) <= 3.4028235e38f)) return 0;
+  if (reference) {
+    const Conversion c = convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even);
+    const double lo = static_cast<double>(x) * kProductThree, hi = static_cast<double>(x) * kProductMinusFourThirds;
+    return static_cast<std::uint32_t>(encode_double(kE4M3FN, c, lo) | encode_double(kE4M3FN, c, hi) << 8);
+  }
+  return e4m3x2_of_products(x, kProductThree, x, kProductMinusFourThirds);
 }
 
 // The FP64 cases read the input as the HIGH word of a double: low word 0 (every FP32-exact
@@ -82,6 +110,9 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
     case FastPath::int4_magic: return bits_of(int4_magnitude_magic(fabsf(x))) - bits_of(kMagnitudeMagic);
     case FastPath::e2m1_divide_a: return divide_codes(bits, 0, true);
     case FastPath::e2m1_divide_b: return divide_codes(bits, 1, true);
+    case FastPath::bf16x2_rne_finite:
+    case FastPath::fp16x2_rne_finite: return paired_case(p, x, false);
+    case FastPath::e4m3x2_of_products: return products_case(x, false);
   }
   return 0;
 }
@@ -116,6 +147,9 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
     case FastPath::int4_magic: return static_cast<std::uint32_t>(encode(kINT4, e2m1, unpack(kFP32, bits))) & 7u;
     case FastPath::e2m1_divide_a: return divide_codes(bits, 0, false);
     case FastPath::e2m1_divide_b: return divide_codes(bits, 1, false);
+    case FastPath::bf16x2_rne_finite:
+    case FastPath::fp16x2_rne_finite: return paired_case(p, float_from_bits(bits), true);
+    case FastPath::e4m3x2_of_products: return products_case(float_from_bits(bits), true);
   }
   return 0;
 }

@@ -83,6 +83,9 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
     KVQ_FAST_CASE(int4_magic)
     KVQ_FAST_CASE(e2m1_divide_a)
     KVQ_FAST_CASE(e2m1_divide_b)
+    KVQ_FAST_CASE(bf16x2_rne_finite)
+    KVQ_FAST_CASE(fp16x2_rne_finite)
+    KVQ_FAST_CASE(e4m3x2_of_products)
 #undef KVQ_FAST_CASE
   }
   return cudaErrorInvalidValue;

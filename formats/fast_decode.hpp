@@ -1,0 +1,162 @@
+// Dequantizing eight 4-bit element codes (E2M1 or INT4, sign-magnitude) at once: the dequantize
+// kernels' inner loop for the packed recipes. Equal bit for bit to dequantize_scaled_element
+// wherever it is used ("lean" spans, where no NaN can arise); the caller decides that once per
+// span from the scale code and g (nibble_scaling) and runs the general element code otherwise.
+// Host and device run the same integer and FP32 code; only the output packers use the device's
+// paired conversions (cvt.rn.bf16x2.f32, cvt.rn.f16x2.f32), held to bf16_rne_fast and
+// fp16_rne_fast over all non-NaN FP32 inputs by the fast-paths suites.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#endif
+
+#include "formats/recipes.hpp"
+
+namespace kvq {
+
+// A 4-bit code as an FP32 bit pattern, without any table: the magnitude bits at bit mag_shift,
+// the sign at bit 31. E2M1 s.e1e0.m at mag_shift 22 is the FP32 exponent field e1e0 over the
+// mantissa m, i.e. value * 2^-126 (code 1, 0.5, is the subnormal 2^-127); INT4 s.kkk at 20 is the
+// subnormal k * 2^-129 = value * 2^-127. nibble_unscale is that power: 126 or 127.
+struct NibbleFormat {
+  int mag_shift;
+  int unscale;
+};
+KVQ_HD constexpr NibbleFormat nibble_format(FormatId element) {
+  return element == FormatId::e2m1 ? NibbleFormat{22, 126} : NibbleFormat{20, 127};
+}
+static_assert(0b0'01'1 << 22 == 0x00C00000);  // E2M1 1.5 -> 1.5 * 2^-126 (exponent field 1, mantissa .1)
+static_assert(0b0'11'1 << 22 == 0x01C00000);  // E2M1 6 -> 1.5 * 2^-124 = 6 * 2^-126
+
+// The FP32 pattern of the nibble at bit `position` of `isolated` (a word whose only other set
+// bits form a second nibble exactly 16 bits away; position <= mag_shift). One multiply writes
+// two copies of the nibble, at mag_shift (its magnitude) and at 28 (its sign at 31); the copies
+// and the partner's copies never overlap, so no carry crosses the masked bits, and the partner
+// lands above bit 31 or below bit 16 (masked off). The multiply issues on the FMA pipe (IMAD).
+KVQ_HD inline float nibble_pattern(std::uint32_t isolated, int position, int mag_shift) {
+  const std::uint32_t copies = isolated * ((1u << (mag_shift - position)) + (1u << (28 - position)));
+  return float_from_bits(copies & (0x80000000u | (7u << mag_shift)));
+}
+
+// The per-span factors of a lean span: element i's value is (pattern_i * a) * g, where the first
+// product is exact (value * sf * 2^-10 or value itself) and the second rounds once, as
+// dequantize_scaled_element's (v * sf) * g (v * sf is exact) or v * 2^e do.
+struct NibbleScaling {
+  bool lean;  // no NaN can arise: the general element code is not needed
+  float a, g;
+};
+inline constexpr int kNibbleSplit = 10;  // two-level: a = sf * 2^(unscale - 10) <= 448 * 2^117, finite
+static_assert(kNibbleSplit == 10, "nibble_scaling's bound on g is 2^(128 - kNibbleSplit) = 2^118");
+
+// Two-level (E4M3 scale sf under g): lean unless sf is NaN (0x7F, 0xFF) or |g| >= 2^118 (g * 2^10
+// would not be exact; inf and NaN included). Then (v * sf) * g has no NaN: v * sf is finite and
+// g finite. E8M0 (2^e): lean unless the scale is NaN (0xFF).
+KVQ_HD inline NibbleScaling nibble_scaling(const Recipe& r, std::uint8_t scale_code, float g) {
+  const NibbleFormat f = nibble_format(r.element);
+  const float unscale = float_from_bits(static_cast<std::uint32_t>(f.unscale + 127) << 23);
+  if (r.scale == BlockScale::e4m3_two_level) {
+    const float sf = block_scale_value(r, scale_code);
+    const float split = float_from_bits(static_cast<std::uint32_t>(kNibbleSplit + 127) << 23);
+    const bool g_exact = fabsf(g) < 0x1p118f;  // 2^(128 - kNibbleSplit); first, so a kernel decides it once
+    const bool lean = g_exact & ((scale_code & 0x7Fu) != 0x7Fu);
+    return {lean, sf * (unscale / split), g * split};
+  }
+  return {r.scale == BlockScale::e8m0_pow2 && scale_code != 0xFF, unscale, block_scale_value(r, scale_code)};
+}
+
+// Eight codes of a little-endian word (element i in bits 4i..4i+3) -> their FP32 patterns. Pairs
+// 16 bits apart share one isolating mask; the upper four elements of each pair word come from
+// w >> 8 so that every multiply shifts left.
+KVQ_HD inline void nibble_word_patterns(std::uint32_t w, int mag_shift, float* pattern) {
+  const std::uint32_t high = w >> 8;
+  const std::uint32_t pairs[4] = {w & 0x000F000Fu, w & 0x00F000F0u, high & 0x000F000Fu, high & 0x00F000F0u};
+  KVQ_UNROLL
+  for (int i = 0; i < 8; ++i) {
+    const int pair = i & 3, position = (i & 1) * 4 + (i >> 2) * 16;  // elements 0,4 | 1,5 | 2,6 | 3,7
+    pattern[i] = nibble_pattern(pairs[pair], position, mag_shift);
+  }
+}
+
+// Eight codes of a word -> the FP32 values of a lean span.
+KVQ_HD inline void nibble_word_values(std::uint32_t w, int mag_shift, const NibbleScaling& k, float* y) {
+  nibble_word_patterns(w, mag_shift, y);
+  KVQ_UNROLL
+  for (int i = 0; i < 8; ++i) y[i] = (y[i] * k.a) * k.g;
+}
+
+// Two non-NaN FP32 values -> BF16 / FP16 (round to nearest even), lo in the low half: the device's
+// paired conversion, bf16_rne_fast / fp16_rne_fast on the host (equal for every non-NaN input).
+KVQ_HD inline std::uint32_t bf16x2_rne_finite(float lo, float hi) {
+#if defined(__CUDA_ARCH__)
+  const __nv_bfloat162_raw p = __floats2bfloat162_rn(lo, hi);
+  return p.x | (std::uint32_t{p.y} << 16);
+#else
+  return bf16_rne_fast(lo) | (std::uint32_t{bf16_rne_fast(hi)} << 16);
+#endif
+}
+KVQ_HD inline std::uint32_t fp16x2_rne_finite(float lo, float hi) {
+#if defined(__CUDA_ARCH__)
+  const __half2_raw p = __floats2half2_rn(lo, hi);
+  return p.x | (std::uint32_t{p.y} << 16);
+#else
+  return fp16_rne_fast(lo) | (std::uint32_t{fp16_rne_fast(hi)} << 16);
+#endif
+}
+
+// The prefill workspace (requantize_e4m3) of a lean span: element i is e4m3(pattern_i * a * g),
+// the exact product rounded once, with g = factor * 2^10 (two-level: a as nibble_scaling's) or
+// factor * 2^e (E8M0). Lean as nibble_scaling, and where g is finite (e4m3x2_of_products takes
+// finite inputs; an inf factor leaves the general code). factor * 2^e may lose bits below FP32's
+// normal range, and then every |product| <= 6 * 2^-126 rounds to E4M3 +-0 either way.
+KVQ_HD inline NibbleScaling nibble_requant_scaling(const Recipe& r, std::uint8_t scale_code, float factor) {
+  if (r.scale == BlockScale::e4m3_two_level) return nibble_scaling(r, scale_code, factor);
+  NibbleScaling k = nibble_scaling(r, scale_code, 1.0f);  // k.g = 2^e
+  k.g = factor * k.g;
+  k.lean = k.lean && fabsf(k.g) <= 3.4028235e38f;
+  return k;
+}
+
+// Two exact products a * b, each rounded ONCE to E4M3FN (cvt.rn.satfinite), the first in the
+// low byte; every input finite. Device: the product rounded to odd in FP32, then one paired
+// conversion (Boldo and Melquiond: FP32 keeps more than E4M3's bits plus two, so the odd last
+// bit stands for all dropped bits, as in e4m3_satfinite_from_double_fast). Rounding to odd is
+// the product toward zero with the last bit of its magnitude rounded up OR-ed in: where the
+// product is exact both are equal; otherwise they are neighbours, consecutive as integers, and
+// the OR picks the odd one (toward zero never overflows; up gives inf = FLT_MAX's bits + 1).
+// Host: the exact FP64 product through e4m3_satfinite_from_double_fast.
+KVQ_HD constexpr std::uint32_t round_to_odd_bits(std::uint32_t toward_zero, std::uint32_t magnitude_up) {
+  return toward_zero | (magnitude_up & 1u);
+}
+KVQ_HD inline std::uint16_t e4m3x2_of_products(float a0, float b0, float a1, float b1) {
+#if defined(__CUDA_ARCH__)
+  float odd[2];
+  const float a[2] = {a0, a1}, b[2] = {b0, b1};
+  KVQ_UNROLL
+  for (int i = 0; i < 2; ++i)
+    odd[i] = __uint_as_float(round_to_odd_bits(__float_as_uint(__fmul_rz(a[i], b[i])),
+                                               __float_as_uint(__fmul_ru(fabsf(a[i]), fabsf(b[i])))));
+  return __nv_cvt_float2_to_fp8x2(float2{odd[0], odd[1]}, __NV_SATFINITE, __NV_E4M3);
+#else
+  return static_cast<std::uint16_t>(
+      e4m3_satfinite_from_double_fast(static_cast<double>(a0) * static_cast<double>(b0)) |
+      e4m3_satfinite_from_double_fast(static_cast<double>(a1) * static_cast<double>(b1)) << 8);
+#endif
+}
+
+// Eight codes of a word -> eight workspace E4M3 codes of a lean span, as two little-endian words
+// (elements 0-3, 4-7).
+KVQ_HD inline void nibble_word_e4m3(std::uint32_t w, int mag_shift, const NibbleScaling& k, std::uint32_t* out) {
+  float t[8];
+  nibble_word_patterns(w, mag_shift, t);
+  KVQ_UNROLL
+  for (int i = 0; i < 2; ++i)  // pattern * a is exact: value * sf * 2^-10, or the value
+    out[i] = e4m3x2_of_products(t[4 * i] * k.a, k.g, t[4 * i + 1] * k.a, k.g) |
+             static_cast<std::uint32_t>(e4m3x2_of_products(t[4 * i + 2] * k.a, k.g, t[4 * i + 3] * k.a, k.g)) << 16;
+}
+
+}  // namespace kvq

@@ -1,0 +1,268 @@
+// The 4-bit dequantize fast path (formats/fast_decode.hpp; dequantize_nibble_span in
+// kernels/quantize.hpp) against the general element code, exhaustively: every scale code (one a
+// row), every element code at every position of a word beside every code of its partner 16 bits
+// away (the one that shares its isolating mask), and tensor scales g at zero, subnormal, ordinary,
+// the largest lean, the first not lean, the largest finite, inf and NaN. The CPU twin (the
+// kernel's code) against dequantize_scaled_element (suite kernels); the GPU kernel against the
+// twin, byte for byte (suite gpu). The same for the prefill workspace (requantize_e4m3), over
+// workspace factors that make factor * 2^10 or factor * 2^e inexact or non-finite.
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "formats/float_bits.hpp"
+#include "formats/recipe_names.hpp"
+#include "kernels/quantize.hpp"
+#include "proptests/conversion_space.hpp"
+#include "proptests/harness/property.hpp"
+
+namespace kvq::props {
+namespace {
+
+using kernels::DType;
+using kernels::QuantizeShape;
+
+constexpr std::int64_t kWordsPerRow = 256;  // word q: element i < 4 from q's low nibble, i >= 4 from its high one
+
+struct NibbleTensor {
+  QuantizeShape shape;
+  std::vector<std::uint8_t> codes, scales;
+};
+
+// 256 rows (row r: every block's scale code is r) x 256 words of eight codes.
+NibbleTensor every_code_and_scale(const Recipe& r) {
+  NibbleTensor t;
+  t.shape = QuantizeShape{r, 256, 8 * kWordsPerRow};
+  t.codes.resize(t.shape.code_bytes());
+  t.scales.resize(t.shape.scale_bytes());
+  for (std::int64_t row = 0; row < t.shape.rows; ++row) {
+    for (std::int64_t q = 0; q < kWordsPerRow; ++q) {
+      std::uint32_t word = 0;
+      for (int i = 0; i < 8; ++i) {  // (element i, element i + 4) runs over all 256 pairs as q does
+        const std::uint32_t code = i < 4 ? ((q & 15) + 5 * i) & 15 : ((q >> 4) + 3 * i) & 15;
+        word |= code << (4 * i);
+      }
+      std::memcpy(&t.codes[(row * kWordsPerRow + q) * 4], &word, 4);
+    }
+    for (std::int64_t b = 0; b < t.shape.scales_per_row(); ++b)
+      t.scales[row * t.shape.scales_per_row() + b] = static_cast<std::uint8_t>(row);
+  }
+  return t;
+}
+
+// g where the two-level decision or arithmetic changes; power-of-two recipes ignore g.
+std::vector<float> tensor_scales(const Recipe& r) {
+  if (r.scale != BlockScale::e4m3_two_level) return {1.0f, NAN};
+  return {0.0f,    -0.0f,      0x1p-149f, 0x1.8p-140f, 1.0f / 2688.0f, 1.0f,      -0.3f,
+          0x1.fffffep117f, 0x1p118f, 3.4028235e38f, INFINITY,       -INFINITY, NAN};
+}
+
+// Workspace factors (NaN is rejected): zero, subnormal, ordinary, the two-level bound, the largest
+// finite, inf.
+std::vector<float> workspace_factors() {
+  return {0.0f, -0.0f, 0x1p-149f, 0x1.8p-140f, 1.0f / 6.0f, 1.0f, -0.37f, 3.1e5f, 0x1.fffffep117f, 0x1p118f,
+          3.4028235e38f, INFINITY, -INFINITY};
+}
+
+// The recipes whose dequantize differs: element format x scale kind x block (fixed kernels and
+// the generic one at block 8), and block 4, not a whole word (the general element code).
+std::vector<std::pair<std::string, Recipe>> nibble_recipes() {
+  std::vector<std::pair<std::string, Recipe>> out;
+  for (const char* name : {"nvfp4", "mxfp4-floor", "blockfp4-e8m0-ceil", "mxint4", "nvint4"})
+    out.emplace_back(name, recipe_from_name(name)->recipe);
+  for (const int block : {32, 8, 4}) {
+    Recipe r = recipe_from_name("nvfp4")->recipe;
+    r.block = block;
+    out.emplace_back("nvfp4-block" + std::to_string(block), r);
+  }
+  Recipe mx16 = recipe_from_name("mxfp4-floor")->recipe;
+  mx16.block = 16;
+  out.emplace_back("mxfp4-floor-block16", mx16);
+  return out;
+}
+
+// "scale code 0x.. element j code 0x.." of row (= scale code) and column j.
+std::string where(const NibbleTensor& t, std::int64_t row, std::int64_t j) {
+  std::ostringstream os;
+  os << "scale code 0x" << std::hex << row << std::dec << " element " << j << " code 0x" << std::hex
+     << int{kernels::code_at(t.shape, t.codes.data() + row * t.shape.code_bytes_per_row(), j)};
+  return os.str();
+}
+std::string describe(const NibbleTensor& t, DType d, float g, std::int64_t row, std::int64_t j) {
+  return std::string(kernels::name_of(d)) + " g " + hex_code(kFP32, bits_of(g)) + " " + where(t, row, j);
+}
+
+Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d) {
+  const NibbleTensor t = every_code_and_scale(r);
+  const QuantizeShape& s = t.shape;
+  const int bytes = kernels::bytes_of(d);
+  Tally tally;
+  std::vector<std::uint8_t> y(s.rows * s.cols * bytes), want(bytes);
+  for (const float g : tensor_scales(r)) {
+    const std::string e = kernels::dequantize_cpu(s, t.codes.data(), t.scales.data(), g, d, y.data());
+    if (!e.empty()) throw std::runtime_error(e);
+    for (std::int64_t row = 0; row < s.rows; ++row) {
+      for (std::int64_t j = 0; j < s.cols; ++j) {
+        const std::uint8_t code = kernels::code_at(s, t.codes.data() + row * s.code_bytes_per_row(), j);
+        const std::uint8_t scale = t.scales[row * s.scales_per_row() + j / s.block()];
+        const float v = dequantize_scaled_element(r, g, block_scale_value(r, scale), code);
+        kernels::store_value(d, want.data(), 0, v);
+        if (std::memcmp(want.data(), &y[(row * s.cols + j) * bytes], bytes) == 0) {
+          tally.pass();
+        } else {
+          std::uint32_t got = 0, expected = 0;
+          std::memcpy(&got, &y[(row * s.cols + j) * bytes], bytes);
+          std::memcpy(&expected, want.data(), bytes);
+          std::ostringstream os;
+          os << describe(t, d, g, row, j) << std::hex << ": twin 0x" << got << ", element code 0x" << expected;
+          tally.fail(os.str());
+        }
+      }
+    }
+  }
+  return tally.outcome(ctx);
+}
+
+// A kernel against its twin on tensor t, once per parameter (g or factor) named `parameter`: the
+// outputs (`bytes` per element, poisoned before each launch) byte for byte. twin(value, out) and
+// launch(value, codes, scales, out) return "" or an error.
+template <typename Twin, typename Launch>
+Outcome device_vs_twin(const RunContext& ctx, const NibbleTensor& t, int bytes, const std::vector<float>& values,
+                       const char* parameter, Twin twin, Launch launch) {
+  std::string why;
+  if (!kernels::device::available(&why)) return skipped(why);
+  const QuantizeShape& s = t.shape;
+  const std::size_t out_bytes = static_cast<std::size_t>(s.rows * s.cols) * bytes;
+  Tally tally;
+  void *codes = nullptr, *scales = nullptr, *y = nullptr;
+  std::string e = kernels::device::allocate(&codes, t.codes.size());
+  if (e.empty()) e = kernels::device::allocate(&scales, t.scales.size() + 1);
+  if (e.empty()) e = kernels::device::allocate(&y, out_bytes);
+  if (e.empty()) e = kernels::device::upload(codes, t.codes.data(), t.codes.size());
+  if (e.empty()) e = kernels::device::upload(scales, t.scales.data(), t.scales.size());
+  for (const float value : values) {
+    std::vector<std::uint8_t> want(out_bytes), got(out_bytes);
+    if (e.empty()) e = twin(value, want.data());
+    if (e.empty()) e = kernels::device::fill(y, 0xA5, out_bytes);
+    if (e.empty())
+      e = launch(value, static_cast<const std::uint8_t*>(codes), static_cast<const std::uint8_t*>(scales), y);
+    if (e.empty()) e = kernels::device::synchronize();
+    if (e.empty()) e = kernels::device::download(got.data(), y, out_bytes);
+    if (!e.empty()) break;
+    for (std::size_t i = 0; i < out_bytes; i += bytes) {
+      if (std::memcmp(&got[i], &want[i], bytes) == 0) {
+        tally.pass();
+      } else {
+        const auto element = static_cast<std::int64_t>(i / bytes);
+        tally.fail(std::string(parameter) + " " + hex_code(kFP32, bits_of(value)) + " " +
+                   where(t, element / s.cols, element % s.cols) + ": device differs from the twin");
+      }
+    }
+  }
+  for (void* p : {codes, scales, y}) kernels::device::release(p);
+  if (!e.empty()) throw std::runtime_error(e);
+  return tally.outcome(ctx);
+}
+
+Outcome device_equals_twin(const RunContext& ctx, const Recipe& r, DType d) {
+  const NibbleTensor t = every_code_and_scale(r);
+  return device_vs_twin(
+      ctx, t, kernels::bytes_of(d), tensor_scales(r), "g",
+      [&](float g, std::uint8_t* out) { return kernels::dequantize_cpu(t.shape, t.codes.data(), t.scales.data(), g, d, out); },
+      [&](float g, const std::uint8_t* codes, const std::uint8_t* scales, void* y) {
+        return kernels::device::dequantize(t.shape, codes, scales, g, d, y, nullptr);
+      });
+}
+
+Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r) {
+  const NibbleTensor t = every_code_and_scale(r);
+  const QuantizeShape& s = t.shape;
+  Tally tally;
+  std::vector<std::uint8_t> out(s.rows * s.cols);
+  for (const float factor : workspace_factors()) {
+    const std::string e = kernels::requantize_e4m3_cpu(s, t.codes.data(), t.scales.data(), factor, out.data());
+    if (!e.empty()) throw std::runtime_error(e);
+    for (std::int64_t row = 0; row < s.rows; ++row) {
+      for (std::int64_t j = 0; j < s.cols; ++j) {
+        const std::uint8_t code = kernels::code_at(s, t.codes.data() + row * s.code_bytes_per_row(), j);
+        const std::uint8_t want = requantize_e4m3(r, t.scales[row * s.scales_per_row() + j / s.block()], code, factor);
+        if (out[row * s.cols + j] == want) {
+          tally.pass();
+        } else {
+          tally.fail("factor " + hex_code(kFP32, bits_of(factor)) + " " + where(t, row, j) +
+                     ": twin " + hex_code(kE4M3FN, out[row * s.cols + j]) + ", element code " + hex_code(kE4M3FN, want));
+        }
+      }
+    }
+  }
+  return tally.outcome(ctx);
+}
+
+Outcome requant_device_equals_twin(const RunContext& ctx, const Recipe& r) {
+  const NibbleTensor t = every_code_and_scale(r);
+  return device_vs_twin(
+      ctx, t, 1, workspace_factors(), "factor",
+      [&](float factor, std::uint8_t* out) {
+        return kernels::requantize_e4m3_cpu(t.shape, t.codes.data(), t.scales.data(), factor, out);
+      },
+      [&](float factor, const std::uint8_t* codes, const std::uint8_t* scales, void* y) {
+        return kernels::device::requantize_e4m3(t.shape, codes, scales, factor, static_cast<std::uint8_t*>(y), nullptr);
+      });
+}
+
+// The device's rounding to odd (round_to_odd_bits of the product toward zero and of its magnitude
+// rounded up, both modelled here from the exact FP64 product) then E4M3, against the exact product
+// rounded once, for the fast-path sweep's products x * 3 and x * -4/3 on a stratified sample.
+Outcome round_to_odd_model(const RunContext& ctx) {
+  const auto toward_zero = [](double d) {
+    float f = static_cast<float>(d);
+    return std::fabs(static_cast<double>(f)) > std::fabs(d) ? std::nextafter(f, 0.0f) : f;
+  };
+  const auto magnitude_up = [](double d) {
+    float f = static_cast<float>(std::fabs(d));
+    return static_cast<double>(f) < std::fabs(d) ? std::nextafter(f, INFINITY) : f;
+  };
+  Tally tally;
+  for (std::uint32_t high = 0; high < 0x10000u; ++high) {
+    for (const std::uint32_t low : {0x0000u, 0x0001u, 0x5555u, 0xaaabu, 0xffffu}) {
+      const float x = float_from_bits(high << 16 | low);
+      if (!(std::fabs(x) <= 3.4028235e38f)) continue;
+      for (const float b : {3.0f, -0x1.555556p0f}) {
+        const double exact = static_cast<double>(x) * b;
+        const float odd = float_from_bits(round_to_odd_bits(bits_of(toward_zero(exact)), bits_of(magnitude_up(exact))));
+        if (e4m3_satfinite_fast(odd) == e4m3_satfinite_from_double_fast(exact)) {
+          tally.pass();
+        } else {
+          tally.fail(hex_code(kFP32, bits_of(x)) + " * " + hex_code(kFP32, bits_of(b)) + ": rounded to odd " +
+                     hex_code(kE4M3FN, e4m3_satfinite_fast(odd)) + ", exact " +
+                     hex_code(kE4M3FN, e4m3_satfinite_from_double_fast(exact)));
+        }
+      }
+    }
+  }
+  return tally.outcome(ctx);
+}
+
+void register_nibble_decode_properties() {
+  add_property("formats", "fast-paths/e4m3x2-of-products-finite/round-to-odd-model-sample", Device::cpu,
+               round_to_odd_model);
+  for (const auto& [name, recipe] : nibble_recipes()) {
+    for (const DType d : {DType::fp32, DType::bf16, DType::fp16}) {
+      const Recipe r = recipe;
+      const std::string base = "nibble-decode/" + name + "/" + kernels::name_of(d);
+      add_property("kernels", base + "/twin-equals-element-code-every-code-scale-g", Device::cpu,
+                   [r, d](const RunContext& ctx) { return twin_equals_element_code(ctx, r, d); });
+      add_property("gpu", "kernels/" + base + "/device-equals-twin-every-code-scale-g", Device::cuda,
+                   [r, d](const RunContext& ctx) { return device_equals_twin(ctx, r, d); });
+    }
+    const Recipe r = recipe;
+    add_property("kernels", "nibble-decode/" + name + "/workspace-e4m3/twin-equals-element-code-every-code-scale-factor",
+                 Device::cpu, [r](const RunContext& ctx) { return requant_twin_equals_element_code(ctx, r); });
+    add_property("gpu", "kernels/nibble-decode/" + name + "/workspace-e4m3/device-equals-twin-every-code-scale-factor",
+                 Device::cuda, [r](const RunContext& ctx) { return requant_device_equals_twin(ctx, r); });
+  }
+}
+KVQ_REGISTER_PROPERTIES(register_nibble_decode_properties);
+
+}  // namespace
+}  // namespace kvq::props
