@@ -54,6 +54,7 @@ KVQ_HD inline std::uint32_t divide_codes(std::uint32_t bits, int set, bool fast)
     word |= code << (4 * j);
   }
   return word;
+}
 
 // The paired packers (formats/fast_decode.hpp) take non-NaN values only: x in the low half, -x in
 // the high half (lane order and sign); a NaN input is outside their domain and reads as 0 in both.
