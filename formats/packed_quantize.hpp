@@ -99,6 +99,7 @@ KVQ_HD constexpr bool has_packed_fast_form(const Recipe& r) {
 
 // Unpacked 4-bit codes (one a byte) to words, element 8w + k in bits 4k..4k+3 of word w.
 KVQ_HD inline void pack_codes(const std::uint8_t* codes, int n, std::uint32_t* words) {
+  KVQ_UNROLL
   for (int w = 0; w < n / 8; ++w) {
     std::uint32_t word = 0;
     KVQ_UNROLL
@@ -119,7 +120,9 @@ KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, float g, const
     for (int i = 0; i < kN; ++i) m = packed_detail::max_nan(m, fabsf(x[i]));
     if (m <= 3.4028235e38f) {  // finite: m is the block max, and no element is NaN
       const BlockPlan p = plan_block(r, g, m, false);
-      const bool multiply = p.op == ElementOp::multiply;
+      // A finite multiplier (an inf one makes 0 * inf = NaN, which quantize_block codes without its
+      // sign), or a divisor where divide_by_reciprocal is exact.
+      const bool multiply = p.op == ElementOp::multiply && p.by <= 3.4028235e38f;
       if (multiply || (p.op == ElementOp::divide && p.by >= kDivideByReciprocalMin && p.by <= kDivideByReciprocalMax)) {
         const bool int4 = r.element == FormatId::int4;
         if (multiply) {

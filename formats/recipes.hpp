@@ -168,6 +168,125 @@ KVQ_HD inline int pow2_exponent(const Recipe& r, float bmax) {
   return 0;
 }
 
+namespace recipe_detail {
+
+// Elements of a two-level block: q = cvt(x / denominator) or cvt(x * factor); zero: cvt(x * 0).
+KVQ_HD inline void encode_two_level(const Recipe& r, const float* x, int n, bool zero, bool divide, float by,
+                                    std::uint8_t* codes) {
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) codes[i] = encode_element(r, zero ? x[i] * 0.0f : (divide ? x[i] / by : x[i] * by));
+}
+
+// The reference scale rule for the block decode scale (bmax/divisor)/g; codes filled, sf8 returned.
+KVQ_HD inline std::uint8_t two_level_reference(const Recipe& r, float g, const float* x, int n, float bmax,
+                                               float divisor, std::uint8_t* codes) {
+  float s = (bmax / divisor) / g;
+  if (r.clamp_block_scale) s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
+  // The block-max guard also stores scale 0: an all-zero tensor (g = 0) would compute 0/0 and
+  // store the NaN scale 0x7F, a bug seen in a shipped checkpoint.
+  const bool zero_block =
+      r.zero_guard != ZeroGuard::rounded_scale && r.zero_guard != ZeroGuard::none && bmax == 0.0f;
+  const std::uint8_t sf8 = zero_block ? std::uint8_t{0} : e4m3_satfinite_fast(s);  // scale_conversion()
+  const float sf = e4m3_value_fast(sf8);
+  const float denominator = sf * g;
+  const bool zero = zero_block || (r.zero_guard == ZeroGuard::rounded_scale && sf == 0.0f) ||
+                    (r.zero_guard == ZeroGuard::block_and_scale && denominator == 0.0f);
+  const bool divide = r.apply == Apply::divide;
+  encode_two_level(r, x, n, zero, divide, divide ? denominator : (1.0f / g) / sf, codes);  // torchao: (1/g)/sf
+  return sf8;
+}
+
+// The FP32 squared error sum((x - (v * sf) * g)^2) of a block's codes, in element order.
+KVQ_HD inline float two_level_squared_error(const Recipe& r, float g, const float* x, int n, std::uint8_t sf8,
+                                            const std::uint8_t* codes) {
+  const float sf = e4m3_value_fast(sf8);
+  float sum = 0.0f;
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) {
+    const float d = x[i] - (element_value(r, codes[i]) * sf) * g;
+    const float square = d * d;
+    sum = sum + square;
+  }
+  return sum;
+}
+
+KVQ_HD inline std::uint8_t quantize_two_level(const Recipe& r, float g, const float* x, int n, float bmax,
+                                              std::uint8_t* codes) {
+  const float emax = element_max(r);
+  switch (r.two_level) {
+    case TwoLevel::reference: return two_level_reference(r, g, x, n, bmax, emax, codes);
+    case TwoLevel::four_over_six: {
+      const std::uint8_t sf6 = two_level_reference(r, g, x, n, bmax, emax, codes);
+      std::uint8_t four[kMaxRecipeBlock];
+      const std::uint8_t sf4 = two_level_reference(r, g, x, n, bmax, 4.0f, four);  // E2M1
+      if (!(two_level_squared_error(r, g, x, n, sf4, four) < two_level_squared_error(r, g, x, n, sf6, codes)))
+        return sf6;
+      KVQ_UNROLL
+      for (int i = 0; i < n; ++i) codes[i] = four[i];
+      return sf4;
+    }
+    case TwoLevel::rcp_decode:
+    case TwoLevel::rcp_encode: {
+      const Reciprocal k = r.reciprocal;
+      const bool decode_api = r.two_level == TwoLevel::rcp_decode;
+      const float encode = decode_api ? reciprocal(k, g) : 1.0f / g;  // vLLM: 1/k_scale on the host
+      const float s = encode * (bmax * reciprocal(k, emax));
+      const std::uint8_t sf8 = e4m3_satfinite_fast(s);  // scale_conversion()
+      const float sf = e4m3_value_fast(sf8);
+      const bool guard = r.zero_guard == ZeroGuard::none || (r.zero_guard == ZeroGuard::block_max ? bmax != 0.0f : sf != 0.0f);
+      const float out_scale = guard ? reciprocal(k, sf * (decode_api ? g : reciprocal(k, encode))) : 0.0f;
+      encode_two_level(r, x, n, false, false, out_scale, codes);
+      return sf8;
+    }
+  }
+  return 0;
+}
+
+}  // namespace recipe_detail
+
+// Quantizes one block of n <= kMaxRecipeBlock values: element codes (unpacked, one per byte) and
+// the block's scale code (E4M3 or E8M0; 0 for tensor_only). g is tensor_scale(r, amax) where the
+// recipe has one.
+KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float* x, int n, std::uint8_t* codes) {
+  using namespace recipe_detail;
+  float bmax = 0.0f;
+  bool any_nan = false;
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) {
+    const float a = magnitude(x[i]);
+    any_nan = any_nan || is_nan(a);
+    bmax = a > bmax ? a : bmax;  // fmaxf: NaN never wins
+  }
+  switch (r.scale) {
+    case BlockScale::e4m3_two_level: return quantize_two_level(r, g, x, n, bmax, codes);
+    case BlockScale::e8m0_pow2: {
+      const bool mx = r.pow2 != Pow2Rule::ceil_ratio;
+      if ((mx && any_nan) || bmax > 3.4028235e38f) {  // NaN or inf block: scale NaN (0xFF)
+        KVQ_UNROLL
+        for (int i = 0; i < n; ++i) codes[i] = encode_element(r, float_from_bits(0x7fc00000u));
+        return 0xFF;
+      }
+      // A zero block: 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13, SGLang: 2^-33).
+      int e = bmax == 0.0f && r.pow2 != Pow2Rule::ceil_ratio ? -127 : pow2_exponent(r, bmax);
+      e = e < -127 ? -127 : (e > 127 ? 127 : e);
+      // x * 2^-e is exact in FP32 except for FP32-subnormal products, which every element
+      // format rounds to +-0 from the exact value too: the exact scaling, rounded once.
+      const float down = pow2_float(-e);
+      KVQ_UNROLL
+      for (int i = 0; i < n; ++i) codes[i] = encode_element(r, x[i] * down);
+      return static_cast<std::uint8_t>(e + r.e8m0_bias);
+    }
+    case BlockScale::tensor_only: {
+      const float reciprocal = 1.0f / g;
+      KVQ_UNROLL
+      for (int i = 0; i < n; ++i)
+        codes[i] = encode_element(r, g == 0.0f ? x[i] * 0.0f : (r.apply == Apply::divide ? x[i] / g : x[i] * reciprocal));
+      return 0;
+    }
+  }
+  return 0;
+}
+
 // What a block's elements become before their conversion, decided by the scale rule alone:
 // q = x / by, q = x * by (by = 0 zeroes a block: x * 0 keeps the sign), or NaN (a NaN scale).
 enum class ElementOp : std::uint8_t { divide, multiply, nan };
@@ -212,7 +331,10 @@ KVQ_HD inline BlockPlan two_level_rcp_plan(const Recipe& r, float g, float bmax)
 }  // namespace recipe_detail
 
 // The plan of a block with max |x| = bmax (NaN ignored) and any_nan = some element is NaN, for
-// every rule but four_over_six (which plans twice and compares the results).
+// every rule but four_over_six: the scale code quantize_block stores and what it does to the
+// elements, for code that encodes elements its own way (formats/packed_quantize.hpp). Its rules
+// are quantize_block's, held equal by the kernels' properties (the packed path is checked against
+// the oracle block by block).
 KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool any_nan) {
   switch (r.scale) {
     case BlockScale::e4m3_two_level:
@@ -234,81 +356,6 @@ KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool an
       return r.apply == Apply::divide ? BlockPlan{0, ElementOp::divide, g} : BlockPlan{0, ElementOp::multiply, 1.0f / g};
   }
   return {};
-}
-
-// The elements of a block under a plan: one uniform branch, then one loop.
-KVQ_HD inline void encode_block(const Recipe& r, const BlockPlan& p, const float* x, int n, std::uint8_t* codes) {
-  if (p.op == ElementOp::divide) {
-    KVQ_UNROLL
-    for (int i = 0; i < n; ++i) codes[i] = encode_element(r, x[i] / p.by);
-  } else if (p.op == ElementOp::multiply) {
-    KVQ_UNROLL
-    for (int i = 0; i < n; ++i) codes[i] = encode_element(r, x[i] * p.by);
-  } else {
-    KVQ_UNROLL
-    for (int i = 0; i < n; ++i) codes[i] = encode_element(r, float_from_bits(0x7fc00000u));
-  }
-}
-
-// max |x| over a block with NaN ignored (fmaxf), and whether any element is NaN.
-KVQ_HD inline float block_max(const float* x, int n, bool* any_nan) {
-  float bmax = 0.0f;
-  bool nan = false;
-  KVQ_UNROLL
-  for (int i = 0; i < n; ++i) {
-    const float a = recipe_detail::magnitude(x[i]);
-    nan = nan || recipe_detail::is_nan(a);
-    bmax = a > bmax ? a : bmax;  // fmaxf: NaN never wins
-  }
-  *any_nan = nan;
-  return bmax;
-}
-
-namespace recipe_detail {
-
-// The FP32 squared error sum((x - (v * sf) * g)^2) of a block's codes, in element order.
-KVQ_HD inline float two_level_squared_error(const Recipe& r, float g, const float* x, int n, std::uint8_t sf8,
-                                            const std::uint8_t* codes) {
-  const float sf = e4m3_value_fast(sf8);
-  float sum = 0.0f;
-  KVQ_UNROLL
-  for (int i = 0; i < n; ++i) {
-    const float d = x[i] - (element_value(r, codes[i]) * sf) * g;
-    const float square = d * d;
-    sum = sum + square;
-  }
-  return sum;
-}
-
-// 4over6: the block planned with bmax/6 and with bmax/4 (E2M1); the lower FP32 squared error wins.
-KVQ_HD inline std::uint8_t quantize_four_over_six(const Recipe& r, float g, const float* x, int n, float bmax,
-                                                  std::uint8_t* codes) {
-  const BlockPlan six = two_level_plan(r, g, bmax, element_max(r));
-  encode_block(r, six, x, n, codes);
-  std::uint8_t four[kMaxRecipeBlock] = {};
-  const BlockPlan plan4 = two_level_plan(r, g, bmax, 4.0f);
-  encode_block(r, plan4, x, n, four);
-  if (!(two_level_squared_error(r, g, x, n, plan4.scale_code, four) <
-        two_level_squared_error(r, g, x, n, six.scale_code, codes)))
-    return six.scale_code;
-  KVQ_UNROLL
-  for (int i = 0; i < n; ++i) codes[i] = four[i];
-  return plan4.scale_code;
-}
-
-}  // namespace recipe_detail
-
-// Quantizes one block of n <= kMaxRecipeBlock values: element codes (unpacked, one per byte) and
-// the block's scale code (E4M3 or E8M0; 0 for tensor_only). g is tensor_scale(r, amax) where the
-// recipe has one.
-KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float* x, int n, std::uint8_t* codes) {
-  bool any_nan = false;
-  const float bmax = block_max(x, n, &any_nan);
-  if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six)
-    return recipe_detail::quantize_four_over_six(r, g, x, n, bmax, codes);
-  const BlockPlan p = plan_block(r, g, bmax, any_nan);
-  encode_block(r, p, x, n, codes);
-  return p.scale_code;
 }
 
 // The FP32 multiplier of a block's scale code: its E4M3 value, the exact 2^e (NaN for 0xFF), or

@@ -87,8 +87,8 @@ inline PagedDividers paged_dividers(const PagedStoreShape& s) {
 }
 
 // Item -> (side, token, head, chunk), chunk fastest: neighbouring items write neighbouring bytes.
-// One chunk: 16 values loaded, quantize_block (formats/recipes.hpp; NVFP4: quantize_block_packed,
-// the same codes packed), the codes and the NVFP4 block scale stored at the layout's offsets. A padding or out-of-range slot
+// One chunk: 16 values loaded, quantize_block (formats/recipes.hpp), codes (packed for NVFP4)
+// and the NVFP4 block scale stored at the layout's offsets. A padding or out-of-range slot
 // writes nothing. Index: std::uint32_t where paged_store_narrow (the divisions by the dividers,
 // which paged_dividers(s) must give), else std::int64_t (plain 64-bit division; d unused).
 template <typename Index>
@@ -117,23 +117,22 @@ KVQ_HD inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales
     block = static_cast<Index>(slot) / bs, offset = static_cast<Index>(slot) % bs;
   }
   float values[kPagedChunk];
+  std::uint8_t codes[kPagedChunk];
   const bool is_k = side == KvSide::k;
   io::load_values(s.input, is_k ? a.key : a.value,
                   token * token_stride(s, side) + head * L.head_dim + std::int64_t{chunk} * kPagedChunk, kPagedChunk,
                   values);
   const Index h = s.per_head_scales ? head : 0;
-  const float g = is_k ? scales.k[h] : scales.v[h];
+  const std::uint8_t scale = quantize_block(s.recipe, is_k ? scales.k[h] : scales.v[h], values, kPagedChunk, codes);
   if (L.format == PagedFormat::fp8) {
-    std::uint8_t codes[kPagedChunk];
-    quantize_block(s.recipe, g, values, kPagedChunk, codes);
     std::uint8_t* cache = is_k ? a.key_cache : a.value_cache;
     io::store_bytes(cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk), codes, kPagedChunk);
     return;
   }
-  std::uint32_t words[kPagedChunk / 8];  // packed pairs, as quantize_block's codes packed
-  const std::uint8_t scale = quantize_block_packed<kPagedChunk>(s.recipe, g, values, words);
-  io::store_words(a.key_cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk / 2), words,
-                  kPagedChunk / 8);
+  KVQ_UNROLL
+  for (int i = 0; i < kPagedChunk / 2; ++i) codes[i] = pack_e2m1_pair(codes[2 * i], codes[2 * i + 1]);
+  io::store_bytes(a.key_cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk / 2), codes,
+                  kPagedChunk / 2);
   a.key_cache[L.scale_offset(side, block, offset, head, chunk)] = scale;
 }
 

@@ -245,7 +245,8 @@ KVQ_HD inline void store_words(std::uint8_t* dst, const std::uint32_t* words, in
 // One block (row, b) of the tensor: load, quantize, store its scale, pack its codes. The whole
 // per-block work of both the CPU twin and the kernel; kN > 0 fixes the block size at compile time,
 // and then 4-bit blocks run quantize_block_packed (formats/packed_quantize.hpp: the same codes).
-template <int kN = 0>
+// kMayPack = false: the caller knows the elements are 8-bit (keeps the packed path out of the code).
+template <int kN = 0, bool kMayPack = true>
 KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
                                       std::uint8_t* scales, std::int64_t row, std::int64_t b) {
   constexpr int kCap = kN > 0 ? kN : kMaxBlock;
@@ -255,7 +256,7 @@ KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const
   const bool packed = s.packed();
   std::uint8_t* code_dst = codes + row * s.code_bytes_per_row() + b * (packed ? n / 2 : n);
   std::uint8_t scale = 0;
-  if constexpr (kN > 0 && kN % 8 == 0) {
+  if constexpr (kMayPack && kN > 0 && kN % 8 == 0) {
     if (packed) {
       std::uint32_t words[kN / 8];
       scale = quantize_block_packed<kN>(s.recipe, g, values, words);

@@ -34,6 +34,9 @@ template <int C>
 constexpr int kBlockOf = C == kGeneric ? 0 : kFixed[C].block;
 
 template <int C>
+constexpr bool kMayPackOf = C == kGeneric || format_of(kFixed[C].element).bits() == 4;
+
+template <int C>
 __device__ inline QuantizeShape specialise(QuantizeShape s) {
   if constexpr (C != kGeneric) {
     s.recipe.element = kFixed[C].element;
@@ -53,48 +56,7 @@ __global__ void quantize_kernel(QuantizeShape shape, const void* x, float g, std
   const std::int64_t total = s.rows * blocks_per_row;
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    quantize_one_block<kBlockOf<C>>(s, T, x, g, codes, scales, 0, k);  // dense rows: block k of row 0
-}
-
-// Large byte-code blocks (the 128-element FP8 tiles): a thread per span of kQuantizeSpan elements,
-// the block's lanes (adjacent, within one warp) combine their maxima by shuffles, then each lane
-// plans the block (plan_block, the same every lane) and encodes its span with encode_block, the CPU
-// twin's element code; max is exact, so the plan equals the twin's. A whole block per thread would
-// hold 128 values in registers (155 of them, and 63% of copy bandwidth on the H100).
-constexpr int kQuantizeSpan = 8;
-template <int C>
-constexpr bool kSpanQuantize = C != kGeneric && kFixed[C].block >= 64 && format_of(kFixed[C].element).bits() == 8 &&
-                               kFixed[C].scale != BlockScale::tensor_only;
-template <int C, DType T>
-__global__ void quantize_spans_kernel(QuantizeShape shape, const void* x, float g, std::uint8_t* codes,
-                                      std::uint8_t* scales) {
-  static_assert(kSpanQuantize<C>);
-  constexpr int kLanes = kBlockOf<C> / kQuantizeSpan;  // lanes per block: a power of two <= 32
-  static_assert(32 % kLanes == 0, "a block's lanes stay in one warp");
-  const QuantizeShape s = specialise<C>(shape);
-  const std::int64_t total = s.rows * s.cols / kQuantizeSpan;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  const int lane = threadIdx.x & 31;
-  // The loop runs while any lane of the warp has a span, so every lane takes part in the shuffles.
-  for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k - lane < total; k += stride) {
-    const bool active = k < total;
-    float values[kQuantizeSpan] = {};
-    if (active) io::load_values(T, x, k * kQuantizeSpan, kQuantizeSpan, values);
-    bool any_nan = false;
-    float bmax = block_max(values, kQuantizeSpan, &any_nan);
-    int nan_count = any_nan ? 1 : 0;
-    KVQ_UNROLL
-    for (int mask = 1; mask < kLanes; mask *= 2) {
-      bmax = fmaxf(bmax, __shfl_xor_sync(0xffffffffu, bmax, mask));  // no NaN here: block_max ignores it
-      nan_count += __shfl_xor_sync(0xffffffffu, nan_count, mask);
-    }
-    if (!active) continue;
-    const BlockPlan p = plan_block(s.recipe, g, bmax, nan_count > 0);
-    std::uint8_t span_codes[kQuantizeSpan];
-    encode_block(s.recipe, p, values, kQuantizeSpan, span_codes);
-    io::store_bytes(codes + k * kQuantizeSpan, span_codes, kQuantizeSpan);
-    if (k % kLanes == 0) scales[k / kLanes] = p.scale_code;
-  }
+    quantize_one_block<kBlockOf<C>, kMayPackOf<C>>(s, T, x, g, codes, scales, 0, k);  // dense rows: block k of row 0
 }
 
 // Fixed shapes: a thread per span of kDequantizeSpan elements (every fixed block is a multiple),
@@ -242,12 +204,7 @@ std::string quantize(const QuantizeShape& s, DType input, const void* x, float g
   if (work == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   return status(dispatch(s, input, [&]<int C, DType T>() {
-    if constexpr (kSpanQuantize<C>) {
-      quantize_spans_kernel<C, T><<<grid_for(s.rows * s.cols / kQuantizeSpan, kThreads), kThreads, 0, st>>>(s, x, g, codes,
-                                                                                                          scales);
-    } else {
-      quantize_kernel<C, T><<<grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales);
-    }
+    quantize_kernel<C, T><<<grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales);
     return cudaGetLastError();
   }));
 }
