@@ -35,7 +35,7 @@ KVQ_HD inline float divide_denominator(int i) {
   return kDenominators[i];
 }
 
-// Eight 4-bit codes of x / d for d in one half of kDivideDenominators, one a nibble: the packed
+// Eight 4-bit codes of x / d for d in one half of divide_denominator's set, one a nibble: the packed
 // path's (magnitude from the magic of |divide_by_reciprocal|, sign from x), or the codec's of the
 // IEEE quotient. x NaN or inf never reaches the packed path (its block runs quantize_block).
 KVQ_HD inline std::uint32_t divide_codes(std::uint32_t bits, int set, bool fast) {
