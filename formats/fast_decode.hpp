@@ -159,4 +159,44 @@ KVQ_HD inline void nibble_word_e4m3(std::uint32_t w, int mag_shift, const Nibble
              static_cast<std::uint32_t>(e4m3x2_of_products(t[4 * i + 2] * k.a, k.g, t[4 * i + 3] * k.a, k.g)) << 16;
 }
 
+// The prefill workspace of 8-bit element codes (E4M3FN; INT8 sign-magnitude, value k / 64), four
+// codes a word. Element i becomes e4m3(v_i * g), the exact product rounded once, with g = factor
+// (per tensor) or factor * 2^e (E8M0), times 2^-6 for INT8 (whose v is then k). Lean unless the
+// E8M0 scale is NaN (0xFF), a code is an E4M3 NaN (0x7F, 0xFF), or g is not finite. Where g lost
+// bits below FP32's normal range, |v * g| and the exact product are both < 448 * 2^-126 and round
+// to E4M3 +-0 alike, with the same sign (as nibble_requant_scaling argues for 4-bit codes).
+struct ByteRequantScaling {
+  bool lean;
+  float g;
+};
+KVQ_HD inline ByteRequantScaling byte_requant_scaling(const Recipe& r, std::uint8_t scale_code, float factor) {
+  float g = r.scale == BlockScale::e8m0_pow2 ? factor * block_scale_value(r, scale_code) : factor;  // 0xFF: NaN
+  if (r.element == FormatId::int8) g = g * 0x1p-6f;
+  return {r.scale != BlockScale::e4m3_two_level && fabsf(g) <= 3.4028235e38f, g};
+}
+// Whether a word holds an E4M3 NaN code (low seven bits all set): adding 1 to each byte's low seven
+// bits carries into its top bit only there, and never into the next byte.
+KVQ_HD constexpr bool word_has_e4m3_nan(std::uint32_t w) { return (((w & 0x7F7F7F7Fu) + 0x01010101u) & 0x80808080u) != 0; }
+static_assert(word_has_e4m3_nan(0x00007F00u) && word_has_e4m3_nan(0xFF000000u) && !word_has_e4m3_nan(0x7E80FE00u));
+
+// Byte i of w as the FP32 value it scales: E4M3 s.eeee.mmm as the FP32 pattern with eeee.mmm at
+// bit 20 (value * 2^-120, subnormals included) times 2^120, exact; INT8 as +-k, the magic 2^23 + k
+// less 2^23, exact. The sign is the code's top bit (zero codes give +-0, as element_value's).
+KVQ_HD inline float byte_code_value(bool int8, std::uint32_t w, int i) {
+  const std::uint32_t b = (w >> (8 * i)) & 0xFFu, sign = (b & 0x80u) << 24;
+  if (int8) return float_from_bits(bits_of(float_from_bits(0x4B000000u | (b & 0x7Fu)) - 0x1p23f) | sign);
+  return float_from_bits(((b & 0x7Fu) << 20) | sign) * 0x1p120f;
+}
+
+// Sixteen 8-bit codes of a lean span (four little-endian words) -> sixteen workspace E4M3 codes.
+KVQ_HD inline void byte_words_e4m3(bool int8, const std::uint32_t* in, float g, std::uint32_t* out) {
+  KVQ_UNROLL
+  for (int w = 0; w < 4; ++w) {
+    float v[4];
+    KVQ_UNROLL
+    for (int i = 0; i < 4; ++i) v[i] = byte_code_value(int8, in[w], i);
+    out[w] = e4m3x2_of_products(v[0], g, v[1], g) | static_cast<std::uint32_t>(e4m3x2_of_products(v[2], g, v[3], g)) << 16;
+  }
+}
+
 }  // namespace kvq

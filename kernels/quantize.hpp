@@ -188,6 +188,19 @@ KVQ_HD inline std::uint32_t load_word(const std::uint8_t* src) {
   return src[0] | (std::uint32_t{src[1]} << 8) | (std::uint32_t{src[2]} << 16) | (std::uint32_t{src[3]} << 24);
 }
 
+// Sixteen code bytes as four little-endian words (one 16-byte load where aligned).
+KVQ_HD inline void load_four_words(const std::uint8_t* src, std::uint32_t* w) {
+#if defined(__CUDA_ARCH__)
+  if (aligned(src, 16)) {
+    const uint4 v = __ldcs(reinterpret_cast<const uint4*>(src));
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+    return;
+  }
+#endif
+  KVQ_UNROLL
+  for (int i = 0; i < 4; ++i) w[i] = load_word(src + 4 * i);
+}
+
 // Two little-endian words to eight bytes (one 8-byte store where aligned).
 KVQ_HD inline void store_word_pair(std::uint8_t* dst, const std::uint32_t* w) {
 #if defined(__CUDA_ARCH__)
@@ -363,6 +376,31 @@ KVQ_HD inline void requantize_nibble_word(const Recipe& r, const std::uint8_t* w
   io::store_word_pair(out, words);
 }
 
+// Sixteen 8-bit codes (E4M3FN, INT8) of a block with scale code `scale`, to sixteen workspace E4M3
+// codes at out: formats/fast_decode.hpp's byte_words_e4m3 where lean (byte_requant_scaling, and no
+// E4M3 NaN code in the span), else requantize_e4m3 element by element.
+inline constexpr int kByteSpan = 16;
+KVQ_HD constexpr bool byte_span_codes(FormatId element) { return element == FormatId::e4m3fn || element == FormatId::int8; }
+KVQ_HD inline void requantize_byte_span(const Recipe& r, const std::uint8_t* codes, std::uint8_t scale, float factor,
+                                        std::uint8_t* out) {
+  std::uint32_t in[4], words[4];
+  io::load_four_words(codes, in);
+  const ByteRequantScaling k = byte_requant_scaling(r, scale, factor);
+  const bool int8 = r.element == FormatId::int8;
+  const bool nan_code = !int8 && (word_has_e4m3_nan(in[0]) | word_has_e4m3_nan(in[1]) | word_has_e4m3_nan(in[2]) |
+                                  word_has_e4m3_nan(in[3]));
+  if (k.lean && !nan_code) {
+    byte_words_e4m3(int8, in, k.g, words);
+  } else {
+    KVQ_UNROLL
+    for (int i = 0; i < kByteSpan; ++i)
+      words[i / 4] = (i % 4 ? words[i / 4] : 0u) |
+                     std::uint32_t{requantize_e4m3(r, scale, static_cast<std::uint8_t>(in[i / 4] >> (8 * (i % 4))), factor)}
+                         << (8 * (i % 4));
+  }
+  io::store_words(out, words, 4);
+}
+
 // One block (row, b): codes and scale to E4M3 workspace codes (requantize_e4m3), one byte each.
 template <int kN = 0>
 KVQ_HD inline void requantize_one_block(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
@@ -374,6 +412,13 @@ KVQ_HD inline void requantize_one_block(const QuantizeShape& s, const std::uint8
     const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
     for (int w = 0; w < n / 8; ++w)
       requantize_nibble_word(s.recipe, codes + element / 2 + 4 * w, scale, factor, out + element + 8 * w);
+    return;
+  }
+  if (byte_span_codes(s.recipe.element) && n % kByteSpan == 0) {  // E4M3 or INT8 codes: sixteen at a time
+    const std::int64_t element = row * s.cols + b * n;
+    const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
+    for (int w = 0; w < n / kByteSpan; ++w)
+      requantize_byte_span(s.recipe, codes + element + kByteSpan * w, scale, factor, out + element + kByteSpan * w);
     return;
   }
   std::uint8_t block_codes[kCap];

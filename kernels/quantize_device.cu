@@ -127,6 +127,16 @@ __global__ void requantize_kernel(QuantizeShape shape, const std::uint8_t* codes
     }
     return;
   }
+  if constexpr (C != kGeneric && byte_span_codes(kFixed[C].element)) {  // a thread per span of sixteen codes
+    static_assert(kFixed[C].block % kByteSpan == 0);
+    const std::int64_t total = s.rows * (s.cols / kByteSpan);
+    constexpr int kSpansPerBlock = kFixed[C].block / kByteSpan;
+    for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
+         k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+      requantize_byte_span(s.recipe, codes + kByteSpan * k, s.scales_per_row() ? scales[k / kSpansPerBlock] : 0, factor,
+                           out + kByteSpan * k);
+    return;
+  }
   const std::int64_t total = s.rows * (s.cols / s.block());
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
@@ -225,7 +235,8 @@ std::string requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, c
                             std::uint8_t* out, void* stream) {
   if (auto e = validate(s); !e.empty()) return e;
   if (factor != factor) return "factor (workspace scale) must not be NaN";
-  const std::int64_t work = s.rows * (s.cols / s.block()) * (s.packed() && s.block() % 8 == 0 ? s.block() / 8 : 1);
+  const std::int64_t work = s.rows * (s.cols / s.block()) * (s.packed() && s.block() % 8 == 0 ? s.block() / 8 : 1) *
+                            (byte_span_codes(s.recipe.element) && s.block() % kByteSpan == 0 ? s.block() / kByteSpan : 1);
   if (work == 0) return {};
   const int grid = grid_for(work, kThreads);
   return status(dispatch(s, DType::fp32, [&]<int C, DType T>() {

@@ -5,7 +5,9 @@
 // the largest lean, the first not lean, the largest finite, inf and NaN. The CPU twin (the
 // kernel's code) against dequantize_scaled_element (suite kernels); the GPU kernel against the
 // twin, byte for byte (suite gpu). The same for the prefill workspace (requantize_e4m3), over
-// workspace factors that make factor * 2^10 or factor * 2^e inexact or non-finite.
+// workspace factors that make factor * 2^10 or factor * 2^e inexact or non-finite; and the
+// workspace of the 8-bit recipes (E4M3, INT8 codes sixteen at a time: byte_words_e4m3), every code
+// at every scale code in a span with and without an E4M3 NaN code.
 #include <cmath>
 #include <cstring>
 #include <sstream>
@@ -24,14 +26,14 @@ using kernels::QuantizeShape;
 
 constexpr std::int64_t kWordsPerRow = 256;  // word q: element i < 4 from q's low nibble, i >= 4 from its high one
 
-struct NibbleTensor {
+struct CodeTensor {
   QuantizeShape shape;
   std::vector<std::uint8_t> codes, scales;
 };
 
 // 256 rows (row r: every block's scale code is r) x 256 words of eight codes.
-NibbleTensor every_code_and_scale(const Recipe& r) {
-  NibbleTensor t;
+CodeTensor every_code_and_scale(const Recipe& r) {
+  CodeTensor t;
   t.shape = QuantizeShape{r, 256, 8 * kWordsPerRow};
   t.codes.resize(t.shape.code_bytes());
   t.scales.resize(t.shape.scale_bytes());
@@ -43,6 +45,30 @@ NibbleTensor every_code_and_scale(const Recipe& r) {
         word |= code << (4 * i);
       }
       std::memcpy(&t.codes[(row * kWordsPerRow + q) * 4], &word, 4);
+    }
+    for (std::int64_t b = 0; b < t.shape.scales_per_row(); ++b)
+      t.scales[row * t.shape.scales_per_row() + b] = static_cast<std::uint8_t>(row);
+  }
+  return t;
+}
+
+// The 8-bit recipes' workspace tensor: 256 rows (row r: scale code r) x 512 codes. Each half lists
+// every code but the E4M3 NaN codes (0x7F, 0xFF) in order, the second rotated by 16, and ends with
+// those two, so every other code sits in some span of sixteen without a NaN code (the lean path;
+// INT8 has no NaN codes) and the last span of each half holds both (the general element code).
+CodeTensor every_byte_code_and_scale(const Recipe& r) {
+  CodeTensor t;
+  t.shape = QuantizeShape{r, 256, 512};
+  t.codes.resize(t.shape.code_bytes());
+  t.scales.resize(t.shape.scale_bytes());
+  std::vector<std::uint8_t> plain;
+  for (int c = 0; c < 256; ++c)
+    if ((c & 0x7F) != 0x7F) plain.push_back(static_cast<std::uint8_t>(c));
+  for (std::int64_t row = 0; row < t.shape.rows; ++row) {
+    std::uint8_t* codes = &t.codes[row * 512];
+    for (int half = 0; half < 2; ++half) {
+      for (std::size_t i = 0; i < plain.size(); ++i) codes[256 * half + i] = plain[(i + 16 * half) % plain.size()];
+      codes[256 * half + 254] = 0x7F, codes[256 * half + 255] = 0xFF;
     }
     for (std::int64_t b = 0; b < t.shape.scales_per_row(); ++b)
       t.scales[row * t.shape.scales_per_row() + b] = static_cast<std::uint8_t>(row);
@@ -81,19 +107,33 @@ std::vector<std::pair<std::string, Recipe>> nibble_recipes() {
   return out;
 }
 
+// The 8-bit recipes whose workspace differs: E4M3 and INT8 codes, E8M0 blocks of 32 and 128, per
+// tensor; block 16 (one span a block) and 8 (no whole span: the general element code).
+std::vector<std::pair<std::string, Recipe>> byte_recipes() {
+  std::vector<std::pair<std::string, Recipe>> out;
+  for (const char* name : {"mxfp8-e4m3-floor", "mla-fp8-tile128", "mxint8", "fp8-e4m3-tensor"})
+    out.emplace_back(name, recipe_from_name(name)->recipe);
+  for (const int block : {16, 8}) {
+    Recipe r = recipe_from_name("mxfp8-e4m3-floor")->recipe;
+    r.block = block;
+    out.emplace_back("mxfp8-e4m3-floor-block" + std::to_string(block), r);
+  }
+  return out;
+}
+
 // "scale code 0x.. element j code 0x.." of row (= scale code) and column j.
-std::string where(const NibbleTensor& t, std::int64_t row, std::int64_t j) {
+std::string where(const CodeTensor& t, std::int64_t row, std::int64_t j) {
   std::ostringstream os;
   os << "scale code 0x" << std::hex << row << std::dec << " element " << j << " code 0x" << std::hex
      << int{kernels::code_at(t.shape, t.codes.data() + row * t.shape.code_bytes_per_row(), j)};
   return os.str();
 }
-std::string describe(const NibbleTensor& t, DType d, float g, std::int64_t row, std::int64_t j) {
+std::string describe(const CodeTensor& t, DType d, float g, std::int64_t row, std::int64_t j) {
   return std::string(kernels::name_of(d)) + " g " + hex_code(kFP32, bits_of(g)) + " " + where(t, row, j);
 }
 
 Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d) {
-  const NibbleTensor t = every_code_and_scale(r);
+  const CodeTensor t = every_code_and_scale(r);
   const QuantizeShape& s = t.shape;
   const int bytes = kernels::bytes_of(d);
   Tally tally;
@@ -127,7 +167,7 @@ Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d
 // outputs (`bytes` per element, poisoned before each launch) byte for byte. twin(value, out) and
 // launch(value, codes, scales, out) return "" or an error.
 template <typename Twin, typename Launch>
-Outcome device_vs_twin(const RunContext& ctx, const NibbleTensor& t, int bytes, const std::vector<float>& values,
+Outcome device_vs_twin(const RunContext& ctx, const CodeTensor& t, int bytes, const std::vector<float>& values,
                        const char* parameter, Twin twin, Launch launch) {
   std::string why;
   if (!kernels::device::available(&why)) return skipped(why);
@@ -165,7 +205,7 @@ Outcome device_vs_twin(const RunContext& ctx, const NibbleTensor& t, int bytes, 
 }
 
 Outcome device_equals_twin(const RunContext& ctx, const Recipe& r, DType d) {
-  const NibbleTensor t = every_code_and_scale(r);
+  const CodeTensor t = every_code_and_scale(r);
   return device_vs_twin(
       ctx, t, kernels::bytes_of(d), tensor_scales(r), "g",
       [&](float g, std::uint8_t* out) { return kernels::dequantize_cpu(t.shape, t.codes.data(), t.scales.data(), g, d, out); },
@@ -175,7 +215,8 @@ Outcome device_equals_twin(const RunContext& ctx, const Recipe& r, DType d) {
 }
 
 Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r) {
-  const NibbleTensor t = every_code_and_scale(r);
+  const CodeTensor t = r.element == FormatId::e4m3fn || r.element == FormatId::int8 ? every_byte_code_and_scale(r)
+                                                                                     : every_code_and_scale(r);
   const QuantizeShape& s = t.shape;
   Tally tally;
   std::vector<std::uint8_t> out(s.rows * s.cols);
@@ -199,7 +240,8 @@ Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r)
 }
 
 Outcome requant_device_equals_twin(const RunContext& ctx, const Recipe& r) {
-  const NibbleTensor t = every_code_and_scale(r);
+  const CodeTensor t = r.element == FormatId::e4m3fn || r.element == FormatId::int8 ? every_byte_code_and_scale(r)
+                                                                                     : every_code_and_scale(r);
   return device_vs_twin(
       ctx, t, 1, workspace_factors(), "factor",
       [&](float factor, std::uint8_t* out) {
@@ -255,12 +297,16 @@ void register_nibble_decode_properties() {
       add_property("gpu", "kernels/" + base + "/device-equals-twin-every-code-scale-g", Device::cuda,
                    [r, d](const RunContext& ctx) { return device_equals_twin(ctx, r, d); });
     }
-    const Recipe r = recipe;
-    add_property("kernels", "nibble-decode/" + name + "/workspace-e4m3/twin-equals-element-code-every-code-scale-factor",
-                 Device::cpu, [r](const RunContext& ctx) { return requant_twin_equals_element_code(ctx, r); });
-    add_property("gpu", "kernels/nibble-decode/" + name + "/workspace-e4m3/device-equals-twin-every-code-scale-factor",
-                 Device::cuda, [r](const RunContext& ctx) { return requant_device_equals_twin(ctx, r); });
   }
+  const auto add_workspace = [](const char* kind, const std::string& name, const Recipe& r) {
+    const std::string base = std::string(kind) + "/" + name + "/workspace-e4m3/";
+    add_property("kernels", base + "twin-equals-element-code-every-code-scale-factor", Device::cpu,
+                 [r](const RunContext& ctx) { return requant_twin_equals_element_code(ctx, r); });
+    add_property("gpu", "kernels/" + base + "device-equals-twin-every-code-scale-factor", Device::cuda,
+                 [r](const RunContext& ctx) { return requant_device_equals_twin(ctx, r); });
+  };
+  for (const auto& [name, recipe] : nibble_recipes()) add_workspace("nibble-decode", name, recipe);
+  for (const auto& [name, recipe] : byte_recipes()) add_workspace("byte-workspace", name, recipe);
 }
 KVQ_REGISTER_PROPERTIES(register_nibble_decode_properties);
 
