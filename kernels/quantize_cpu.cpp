@@ -1,5 +1,6 @@
 #include <sstream>
 
+#include "kernels/lane_quantize.hpp"
 #include "kernels/quantize.hpp"
 
 namespace kvq::kernels {
@@ -28,6 +29,7 @@ std::string validate(const QuantizeShape& s) {
 std::string quantize_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
                          std::uint8_t* scales) {
   if (auto e = validate(s); !e.empty()) return e;
+  if (lane_split(s)) return quantize_lanes_cpu(s, input, x, g, codes, scales);  // as device::quantize
   for (std::int64_t row = 0; row < s.rows; ++row)
     for (std::int64_t b = 0; b < s.cols / s.block(); ++b) {
       // The kernels' fixed block sizes run the fixed-size code (quantize_block_packed for 4-bit).

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/device_launch.cuh"
+#include "kernels/lane_quantize.hpp"
 #include "kernels/quantize.hpp"
 
 namespace kvq::kernels {
@@ -210,6 +211,7 @@ bool available(std::string* why) {
 std::string quantize(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
                      std::uint8_t* scales, void* stream) {
   if (auto e = validate(s); !e.empty()) return e;
+  if (lane_split(s)) return quantize_lanes(s, input, x, g, codes, scales, stream);  // kernels/lane_quantize_device.cu
   const std::int64_t work = s.rows * (s.cols / s.block());
   if (work == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);

@@ -1,4 +1,5 @@
 // Built without CUDA: the GPU entry points say so, and GPU properties count a skip.
+#include "kernels/lane_quantize.hpp"
 #include "kernels/quantize.hpp"
 
 namespace kvq::kernels::device {
@@ -12,6 +13,9 @@ bool available(std::string* why) {
   return false;
 }
 std::string quantize(const QuantizeShape&, DType, const void*, float, std::uint8_t*, std::uint8_t*, void*) {
+  return kNoCuda;
+}
+std::string quantize_lanes(const QuantizeShape&, DType, const void*, float, std::uint8_t*, std::uint8_t*, void*) {
   return kNoCuda;
 }
 std::string dequantize(const QuantizeShape&, const std::uint8_t*, const std::uint8_t*, float, DType, void*, void*) {
