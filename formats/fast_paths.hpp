@@ -81,6 +81,25 @@ KVQ_HD inline std::uint8_t e4m3_satfinite_fast(float y) {
 #endif
 }
 
+// Four FP32 values -> four E4M3FN codes (CUDA satfinite RNE), y[0] in the low byte: each
+// e4m3_satfinite_fast's. On the device two cvt.rn.satfinite.e4m3x2.f32, each converting two values
+// independently (its first operand into the high byte), packed without masking.
+KVQ_HD inline std::uint32_t e4m3x4_satfinite_fast(const float* y) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t r;
+  asm("{\n\t.reg .b16 lo, hi;\n\t"
+      "cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n\t"
+      "cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n\t"
+      "mov.b32 %0, {lo, hi};\n\t}"
+      : "=r"(r)
+      : "f"(y[0]), "f"(y[1]), "f"(y[2]), "f"(y[3]));
+  return r;
+#else
+  return e4m3_satfinite_fast(y[0]) | std::uint32_t{e4m3_satfinite_fast(y[1])} << 8 |
+         std::uint32_t{e4m3_satfinite_fast(y[2])} << 16 | std::uint32_t{e4m3_satfinite_fast(y[3])} << 24;
+#endif
+}
+
 // FP64 -> E4M3FN, CUDA satfinite RNE, rounded ONCE: first to FP32 rounding to odd (toward zero,
 // then the last bit set if anything was dropped), then RNE to E4M3. FP32 keeps 24 bits, more than
 // E4M3's 4 plus a rounding and a sticky bit, so the odd last bit stands for every dropped bit and

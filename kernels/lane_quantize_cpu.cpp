@@ -19,9 +19,9 @@ std::string quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* 
     const BlockPlan p = plan_block(s.recipe, g, m.max, m.nan);
     scales[b] = p.scale_code;
     for (int lane = 0; lane < kLanes; ++lane) {
-      std::uint32_t words[2];
+      std::uint32_t words[kLaneSpan / 4];
       encode_span(s.recipe, p, v[lane], words);
-      io::store_word_pair(codes + 128 * b + kLaneSpan * lane, words);
+      io::store_words(codes + 128 * b + kLaneSpan * lane, words, kLaneSpan / 4);
     }
   }
   return {};

@@ -1,6 +1,6 @@
-// The lane-split quantize kernel (kernels/lane_quantize.hpp): sixteen lanes a 128-element block,
-// eight elements each (one 16-byte load of BF16/FP16, an 8-byte store of codes); the block max by
-// four shuffles among the sixteen lanes; lane 0 stores the scale. Its own translation unit, so the
+// The lane-split quantize kernel (kernels/lane_quantize.hpp): eight lanes a 128-element block,
+// sixteen elements each (two 16-byte loads of BF16/FP16, one 16-byte store of codes); the block
+// max by three shuffles among the eight lanes; lane 0 stores the scale. Its own translation unit, so the
 // 4-bit packed paths of quantize_device.cu do not share its compile.
 #include <cuda_runtime.h>
 
@@ -10,7 +10,7 @@
 namespace kvq::kernels {
 namespace {
 
-constexpr int kLanes = 128 / kLaneSpan;  // a block's lanes: aligned groups of sixteen in a warp
+constexpr int kLanes = 128 / kLaneSpan;  // a block's lanes: aligned groups of eight in a warp
 static_assert(32 % kLanes == 0);
 
 template <DType T>
@@ -22,9 +22,9 @@ __global__ void quantize_lanes_kernel(QuantizeShape shape, const void* x, float 
   s.recipe.block = 128;
   const std::int64_t total = s.rows * (s.cols / kLaneSpan);  // a multiple of kLanes: whole blocks
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;  // blockDim: a multiple of 32
-  // The sixteen lanes of a block run the loop the same number of times (k and stride step by
-  // multiples of kLanes), so the group's mask holds every lane it names.
-  const unsigned group = 0xFFFFu << (threadIdx.x & 16u);
+  // The lanes of a block run the loop the same number of times (k and stride step by multiples of
+  // kLanes), so the group's mask holds every lane it names.
+  const unsigned group = ((1u << kLanes) - 1u) << (threadIdx.x & (32u - kLanes));
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total; k += stride) {
     float v[kLaneSpan];
     io::load_values(T, x, kLaneSpan * k, kLaneSpan, v);
@@ -35,9 +35,9 @@ __global__ void quantize_lanes_kernel(QuantizeShape shape, const void* x, float 
       m = combine(m, other);
     }
     const BlockPlan p = plan_block(s.recipe, g, m.max, m.nan);
-    std::uint32_t words[2];
+    std::uint32_t words[kLaneSpan / 4];
     encode_span(s.recipe, p, v, words);
-    io::store_word_pair(codes + kLaneSpan * k, words);
+    io::store_words(codes + kLaneSpan * k, words, kLaneSpan / 4);
     if (k % kLanes == 0) scales[k / kLanes] = p.scale_code;
   }
 }

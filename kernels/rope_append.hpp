@@ -292,22 +292,6 @@ KVQ_HD inline void load_inputs(DType t, const void* x, std::int64_t first, int n
   io::load_values(t, x, first, n, out);
 }
 
-#if defined(__CUDA_ARCH__)
-// Four E4M3 codes (satfinite RNE) of y[0..3], y[0] in the low byte: each cvt.rn.satfinite.e4m3x2.f32
-// converts two values independently (the first operand into the high byte), the conversion
-// e4m3_satfinite_fast makes one value at a time; the two halves are packed without masking.
-__device__ inline std::uint32_t e4m3x4_satfinite(const float* y) {
-  std::uint32_t r;
-  asm("{\n\t.reg .b16 lo, hi;\n\t"
-      "cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n\t"
-      "cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n\t"
-      "mov.b32 %0, {lo, hi};\n\t}"
-      : "=r"(r)
-      : "f"(y[0]), "f"(y[1]), "f"(y[2]), "f"(y[3]));
-  return r;
-}
-#endif
-
 // The E4M3 codes of the n scaled values y at dst: 16-, 8- or 4-byte vectors on the device where
 // aligned (kAligned: dst is aligned to 16 bytes, to 8 when n = 8, to 4 when n = 4; not checked).
 template <bool kAligned>
@@ -318,18 +302,18 @@ KVQ_HD inline void store_e4m3(std::uint8_t* dst, const float* y, int n) {
     for (int k = 0; k < n / 16; ++k) {
       const float* v = y + 16 * k;
       __stcs(reinterpret_cast<uint4*>(dst) + k,
-             uint4{e4m3x4_satfinite(v), e4m3x4_satfinite(v + 4), e4m3x4_satfinite(v + 8), e4m3x4_satfinite(v + 12)});
+             uint4{e4m3x4_satfinite_fast(v), e4m3x4_satfinite_fast(v + 4), e4m3x4_satfinite_fast(v + 8), e4m3x4_satfinite_fast(v + 12)});
     }
     return;
   }
   if (n % 8 == 0 && (kAligned || io::aligned(dst, 8))) {
     KVQ_UNROLL
     for (int k = 0; k < n / 8; ++k)
-      __stcs(reinterpret_cast<uint2*>(dst) + k, uint2{e4m3x4_satfinite(y + 8 * k), e4m3x4_satfinite(y + 8 * k + 4)});
+      __stcs(reinterpret_cast<uint2*>(dst) + k, uint2{e4m3x4_satfinite_fast(y + 8 * k), e4m3x4_satfinite_fast(y + 8 * k + 4)});
     return;
   }
   if (n == 4 && (kAligned || io::aligned(dst, 4))) {
-    __stcs(reinterpret_cast<unsigned int*>(dst), e4m3x4_satfinite(y));
+    __stcs(reinterpret_cast<unsigned int*>(dst), e4m3x4_satfinite_fast(y));
     return;
   }
 #endif
