@@ -201,6 +201,18 @@ KVQ_HD inline void load_four_words(const std::uint8_t* src, std::uint32_t* w) {
   for (int i = 0; i < 4; ++i) w[i] = load_word(src + 4 * i);
 }
 
+// Eight code bytes as two little-endian words (one 8-byte load where aligned).
+KVQ_HD inline void load_word_pair(const std::uint8_t* src, std::uint32_t* w) {
+#if defined(__CUDA_ARCH__)
+  if (aligned(src, 8)) {
+    const uint2 v = __ldcs(reinterpret_cast<const uint2*>(src));
+    w[0] = v.x, w[1] = v.y;
+    return;
+  }
+#endif
+  w[0] = load_word(src), w[1] = load_word(src + 4);
+}
+
 // Two little-endian words to eight bytes (one 8-byte store where aligned).
 KVQ_HD inline void store_word_pair(std::uint8_t* dst, const std::uint32_t* w) {
 #if defined(__CUDA_ARCH__)
@@ -357,23 +369,35 @@ KVQ_HD inline void dequantize_one_block(const QuantizeShape& s, const std::uint8
   dequantize_span<kN>(s, codes, scales, g, output, y, row, b, 0, s.block());
 }
 
-// Eight 4-bit codes (one word at `word`) of a block with scale code `scale`, to eight workspace
-// E4M3 codes at out: formats/fast_decode.hpp where lean (nibble_requant_scaling), else
-// requantize_e4m3 element by element. The word is loaded first, as in dequantize_nibble_word.
-KVQ_HD inline void requantize_nibble_word(const Recipe& r, const std::uint8_t* word, std::uint8_t scale, float factor,
-                                          std::uint8_t* out) {
-  const std::uint32_t codes = io::load_word(word);
-  const NibbleScaling k = nibble_requant_scaling(r, scale, factor);
-  std::uint32_t words[2] = {0, 0};
-  if (k.lean) {
-    nibble_word_e4m3(codes, nibble_format(r.element).mag_shift, k, words);
+// kWords (1 or 2) words of eight 4-bit codes (at `word`) of a block with scale code `scale`, to
+// 8 * kWords workspace E4M3 codes at out: formats/fast_decode.hpp where lean
+// (nibble_requant_scaling, decided once for the words), else requantize_e4m3 element by element.
+// The words are loaded first, as in dequantize_nibble_word.
+template <int kWords = 1>
+KVQ_HD inline void requantize_nibble_words(const Recipe& r, const std::uint8_t* word, std::uint8_t scale, float factor,
+                                           std::uint8_t* out) {
+  static_assert(kWords == 1 || kWords == 2);
+  std::uint32_t codes[kWords];
+  if constexpr (kWords == 2) {
+    io::load_word_pair(word, codes);
   } else {
-    KVQ_UNROLL
-    for (int i = 0; i < 8; ++i)
-      words[i / 4] |= std::uint32_t{requantize_e4m3(r, scale, static_cast<std::uint8_t>((codes >> (4 * i)) & 0xFu), factor)}
-                      << (8 * (i % 4));
+    codes[0] = io::load_word(word);
   }
-  io::store_word_pair(out, words);
+  const NibbleScaling k = nibble_requant_scaling(r, scale, factor);
+  std::uint32_t words[2 * kWords] = {};
+  KVQ_UNROLL
+  for (int w = 0; w < kWords; ++w) {
+    if (k.lean) {
+      nibble_word_e4m3(codes[w], nibble_format(r.element).mag_shift, k, words + 2 * w);
+    } else {
+      KVQ_UNROLL
+      for (int i = 0; i < 8; ++i)
+        words[2 * w + i / 4] |=
+            std::uint32_t{requantize_e4m3(r, scale, static_cast<std::uint8_t>((codes[w] >> (4 * i)) & 0xFu), factor)}
+            << (8 * (i % 4));
+    }
+  }
+  io::store_words(out, words, 2 * kWords);
 }
 
 // Sixteen 8-bit codes (E4M3FN, INT8) of a block with scale code `scale`, to sixteen workspace E4M3
@@ -407,11 +431,16 @@ KVQ_HD inline void requantize_one_block(const QuantizeShape& s, const std::uint8
                                         float factor, std::uint8_t* out, std::int64_t row, std::int64_t b) {
   constexpr int kCap = kN > 0 ? kN : kMaxBlock;
   const int n = kN > 0 ? kN : s.block();
-  if (s.packed() && n % 8 == 0) {  // whole words: eight codes at a time
+  if (s.packed() && n % 8 == 0) {  // whole words: sixteen codes at a time, or eight
     const std::int64_t element = row * s.cols + b * n;
     const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
-    for (int w = 0; w < n / 8; ++w)
-      requantize_nibble_word(s.recipe, codes + element / 2 + 4 * w, scale, factor, out + element + 8 * w);
+    if (n % 16 == 0) {
+      for (int w = 0; w < n / 16; ++w)
+        requantize_nibble_words<2>(s.recipe, codes + element / 2 + 8 * w, scale, factor, out + element + 16 * w);
+    } else {
+      for (int w = 0; w < n / 8; ++w)
+        requantize_nibble_words(s.recipe, codes + element / 2 + 4 * w, scale, factor, out + element + 8 * w);
+    }
     return;
   }
   if (byte_span_codes(s.recipe.element) && n % kByteSpan == 0) {  // E4M3 or INT8 codes: sixteen at a time

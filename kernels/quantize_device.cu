@@ -108,21 +108,22 @@ __global__ void dequantize_kernel(QuantizeShape shape, const std::uint8_t* codes
 template <int C>
 __device__ inline void requantize_words(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
                                         float factor, std::uint8_t* out) {
-  const int words_per_block = s.block() / 8;
-  const std::int64_t total = s.rows * (s.cols / 8);
+  const int pairs_per_block = s.block() / 16;
+  const std::int64_t total = s.rows * (s.cols / 16);
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    requantize_nibble_word(s.recipe, codes + 4 * k, scales[k / words_per_block], factor, out + 8 * k);
+    requantize_nibble_words<2>(s.recipe, codes + 8 * k, scales[k / pairs_per_block], factor, out + 16 * k);
 }
 template <int C>
 __global__ void requantize_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales,
                                   float factor, std::uint8_t* out) {
   const QuantizeShape s = specialise<C>(shape);
-  if constexpr (kNibbleWords<C>) {  // a thread per word of eight codes, like the dequantize kernel
+  if constexpr (kNibbleWords<C>) {  // a thread per two words of eight codes (every fixed block holds 16k)
+    static_assert(kFixed[C].block % 16 == 0);
     const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
-    if (address(codes) % 4 == 0 && address(out) % 8 == 0) {  // the usual case: no per-word alignment tests
-      requantize_words<C>(s, static_cast<const std::uint8_t*>(__builtin_assume_aligned(codes, 4)), scales, factor,
-                          static_cast<std::uint8_t*>(__builtin_assume_aligned(out, 8)));
+    if (address(codes) % 8 == 0 && address(out) % 16 == 0) {  // the usual case: no per-pair alignment tests
+      requantize_words<C>(s, static_cast<const std::uint8_t*>(__builtin_assume_aligned(codes, 8)), scales, factor,
+                          static_cast<std::uint8_t*>(__builtin_assume_aligned(out, 16)));
     } else {
       requantize_words<C>(s, codes, scales, factor, out);
     }
@@ -237,7 +238,7 @@ std::string requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, c
                             std::uint8_t* out, void* stream) {
   if (auto e = validate(s); !e.empty()) return e;
   if (factor != factor) return "factor (workspace scale) must not be NaN";
-  const std::int64_t work = s.rows * (s.cols / s.block()) * (s.packed() && s.block() % 8 == 0 ? s.block() / 8 : 1) *
+  const std::int64_t work = s.rows * (s.cols / s.block()) * (s.packed() && s.block() % 16 == 0 ? s.block() / 16 : 1) *
                             (byte_span_codes(s.recipe.element) && s.block() % kByteSpan == 0 ? s.block() / kByteSpan : 1);
   if (work == 0) return {};
   const int grid = grid_for(work, kThreads);
