@@ -86,7 +86,9 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
     KVQ_FAST_CASE(bf16x2_rne_finite)
     KVQ_FAST_CASE(fp16x2_rne_finite)
     KVQ_FAST_CASE(e4m3x2_of_products)
+    KVQ_FAST_CASE(e4m3x4_satfinite)
 #undef KVQ_FAST_CASE
+    static_assert(props::kFastPathCount == 21, "one KVQ_FAST_CASE line per fast path");
   }
   return cudaErrorInvalidValue;
 }
