@@ -588,11 +588,9 @@ KVQ_HD inline void append_group_work(const RopeShape& s, const KvBuffers& contig
 // The K/V groups of one token (paged parts), lanes as in rope_token_work but over the three parts in
 // one sequence, so a warp's lanes are not left idle by a short part (MLA: 4 K rope + 16 K nope groups
 // in one round); padding writes nothing.
-KVQ_HD inline void append_token_work(const RopeShape& s, const RopeParts& p, const KvBuffers& contiguous,
-                                     const KvBuffers& cache, const PageTable& t, std::int64_t token, int lane,
-                                     int lanes) {
-  std::int64_t page = 0, entry = 0;
-  if (!token_slot(s, t, token, &page, &entry)) return;
+KVQ_HD inline void append_token_groups(const RopeShape& s, const RopeParts& p, const KvBuffers& contiguous,
+                                       const KvBuffers& cache, std::int64_t token, std::int64_t page, std::int64_t entry,
+                                       int lane, int lanes) {
   const int rope_end = p.k_rope.groups(), nope_end = rope_end + p.k_nope.groups();
   for (int k = lane; k < nope_end + p.v.groups(); k += lanes) {
     const RopeGroup it = k < rope_end   ? part_group<RopePart::k, true>(p.k_rope, k)
@@ -600,6 +598,14 @@ KVQ_HD inline void append_token_work(const RopeShape& s, const RopeParts& p, con
                                         : part_group<RopePart::v, false>(p.v, k - nope_end);
     append_group_work(s, contiguous, cache, token, page, entry, it);
   }
+}
+// The same, the token's slot looked up first (the CPU twin; the kernel looks up the slots of
+// several tokens at once, a lane each, and then runs append_token_groups token by token).
+KVQ_HD inline void append_token_work(const RopeShape& s, const RopeParts& p, const KvBuffers& contiguous,
+                                     const KvBuffers& cache, const PageTable& t, std::int64_t token, int lane,
+                                     int lanes) {
+  std::int64_t page = 0, entry = 0;
+  if (token_slot(s, t, token, &page, &entry)) append_token_groups(s, p, contiguous, cache, token, page, entry, lane, lanes);
 }
 
 // GPU: device pointers, an opaque cudaStream_t; "" or the CUDA / validation error. The index arrays

@@ -100,7 +100,8 @@ float value_at(DType t, const Bytes& raw, std::int64_t i) {
 
 // A random batch: ragged requests with existing prefixes, pages shuffled over the cache with spare
 // pages never addressed, padding tokens (negative batch index, any position and pos_id) mixed in.
-rc::Gen<RopeProblem> gen_rope_problem(int max_len, int max_kv_heads, bool specials) {
+// inputs = false: the shape and page table only (no Q/K/V values, no cos/sin cache), for the append.
+rc::Gen<RopeProblem> gen_rope_problem(int max_len, int max_kv_heads, bool specials, bool inputs = true) {
   return rc::gen::exec([=] {
     RopeProblem p;
     RopeShape& s = p.s;
@@ -157,6 +158,7 @@ rc::Gen<RopeProblem> gen_rope_problem(int max_len, int max_kv_heads, bool specia
     s.tokens = static_cast<std::int64_t>(tokens.size());
     s.max_pos = max_pos_id + 1 + *rc::gen::inRange(0, 3);
     const std::int64_t rope = s.rope_dim, nope = s.nope_dim();
+    if (!inputs) return p;
     p.q_rope = input_values(s.input, s.tokens * s.q_heads * rope, seed + 1, specials);
     p.q_nope = input_values(s.input, s.tokens * s.q_heads * nope, seed + 2, specials);
     p.k_rope = input_values(s.input, s.tokens * s.kv_heads * rope, seed + 3, specials);
@@ -747,6 +749,31 @@ void register_rope_properties() {
       });
     });
   }
+  // The append kernel on batches large enough for chunks of up to 32 tokens a warp (up to 300,000
+  // tokens, one KV head): random intermediate bytes, device == CPU twin over the poisoned cache.
+  add_property("gpu", "rope/append/device-vs-cpu-twin-many-tokens", Device::cuda, [fewer](const RunContext& ctx) {
+    std::string why;
+    if (!kernels::device::available(&why)) return skipped(why);
+    const auto problems = gen_rope_problem(60000, 1, false, false);
+    return check_random(fewer(ctx, 8), [&] {
+      const RopeProblem p = *problems;
+      RopeOutputs mid = poisoned(p.s, p.s.tokens, 0);
+      std::uint32_t k = 0;
+      for (Bytes* b : {&mid.k, &mid.v, &mid.ckv, &mid.kpe})
+        for (std::uint8_t& byte : *b) byte = static_cast<std::uint8_t>(hash(p.s.tokens, k++));
+      RopeOutputs want = poisoned(p.s, p.s.cache_slots(), 0x5A), got = want;
+      require(kernels::append_paged_cpu(p.s, kv_views(mid), kv_views(want), table_of(p)));
+      DeviceArena a;
+      const kernels::PageTable t{a.put(p.indptr), a.put(p.indices), a.put(p.batch_indices), a.put(p.positions)};
+      const DeviceOutputs d = put_outputs(a, got), m = put_outputs(a, mid);
+      std::string e = a.error;
+      if (e.empty()) e = kernels::device::append_paged(p.s, m.kv, d.kv, t, nullptr);
+      if (e.empty()) e = kernels::device::synchronize();
+      if (e.empty()) get_outputs(a, d, &got);
+      RC_ASSERT((e.empty() ? a.error : e) == std::string());
+      RC_ASSERT(first_difference(got, want) == std::string());
+    });
+  });
   // The device never writes for a token it cannot place (index arrays are not validated on the device):
   // a corrupted token gives exactly the bytes of the same problem with that token as padding.
   add_property("gpu", "rope/fused/device-skips-unplaceable-tokens", Device::cuda, [fewer](const RunContext& ctx) {
