@@ -588,19 +588,20 @@ KVQ_HD inline void append_group_work(const RopeShape& s, const KvBuffers& contig
 // The K/V groups of one token (paged parts), lanes as in rope_token_work but over the three parts in
 // one sequence, so a warp's lanes are not left idle by a short part (MLA: 4 K rope + 16 K nope groups
 // in one round); padding writes nothing.
+KVQ_HD inline int append_groups(const RopeParts& p) { return p.k_rope.groups() + p.k_nope.groups() + p.v.groups(); }
+KVQ_HD inline RopeGroup append_group(const RopeParts& p, int k) {  // k < append_groups(p)
+  const int rope_end = p.k_rope.groups(), nope_end = rope_end + p.k_nope.groups();
+  return k < rope_end   ? part_group<RopePart::k, true>(p.k_rope, k)
+         : k < nope_end ? part_group<RopePart::k, false>(p.k_nope, k - rope_end)
+                        : part_group<RopePart::v, false>(p.v, k - nope_end);
+}
 KVQ_HD inline void append_token_groups(const RopeShape& s, const RopeParts& p, const KvBuffers& contiguous,
                                        const KvBuffers& cache, std::int64_t token, std::int64_t page, std::int64_t entry,
                                        int lane, int lanes) {
-  const int rope_end = p.k_rope.groups(), nope_end = rope_end + p.k_nope.groups();
-  for (int k = lane; k < nope_end + p.v.groups(); k += lanes) {
-    const RopeGroup it = k < rope_end   ? part_group<RopePart::k, true>(p.k_rope, k)
-                         : k < nope_end ? part_group<RopePart::k, false>(p.k_nope, k - rope_end)
-                                        : part_group<RopePart::v, false>(p.v, k - nope_end);
-    append_group_work(s, contiguous, cache, token, page, entry, it);
-  }
+  for (int k = lane; k < append_groups(p); k += lanes) append_group_work(s, contiguous, cache, token, page, entry, append_group(p, k));
 }
 // The same, the token's slot looked up first (the CPU twin; the kernel looks up the slots of
-// several tokens at once, a lane each, and then runs append_token_groups token by token).
+// several tokens at once, a lane each, and then runs append_group_work on their groups).
 KVQ_HD inline void append_token_work(const RopeShape& s, const RopeParts& p, const KvBuffers& contiguous,
                                      const KvBuffers& cache, const PageTable& t, std::int64_t token, int lane,
                                      int lanes) {

@@ -40,24 +40,26 @@ __global__ void __launch_bounds__(kThreads, min_blocks(T, kWhole))
 
 // K/V groups only: a warp takes a chunk of `chunk` (<= 32) consecutive tokens, its lanes look up the
 // chunk's slots at once (token_slot's dependent index loads overlap instead of preceding every
-// token's copy), then the warp copies the tokens one by one, a group a lane (an MLA token's K is 20
-// groups). 5 blocks, 40 warps an SM.
+// token's copy), then the warp's lanes take the chunk's (token, group) items in turn, so no lane
+// idles on a token's last round (an MLA token is 20 groups). 5 blocks, 40 warps an SM.
 template <RopeStyle S>
 __global__ void __launch_bounds__(kThreads, 5)
     append_kernel(RopeShape shape, KvBuffers contiguous, KvBuffers cache, PageTable t, int chunk) {
   RopeShape s = shape;
   s.style = S;
   const RopeParts p = rope_parts(s, true);
-  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int lane = static_cast<int>(threadIdx.x % 32), groups = append_groups(p), items = chunk * groups;
   const std::int64_t step = std::int64_t{gridDim.x} * kWarps * chunk;
   for (std::int64_t first = (std::int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * chunk; first < s.tokens;
        first += step) {  // uniform over the warp
     std::int64_t page = 0, entry = 0;
     const bool placed = lane < chunk && first + lane < s.tokens && token_slot(s, t, first + lane, &page, &entry);
     const unsigned placed_lanes = __ballot_sync(0xFFFFFFFFu, placed);
-    for (int j = 0; j < chunk; ++j) {
+    for (int base = 0; base < items; base += 32) {  // uniform: every lane shuffles
+      const int item = base + lane, j = item < items ? item / groups : 0;
       const std::int64_t page_j = __shfl_sync(0xFFFFFFFFu, page, j), entry_j = __shfl_sync(0xFFFFFFFFu, entry, j);
-      if ((placed_lanes >> j) & 1u) append_token_groups(s, p, contiguous, cache, first + j, page_j, entry_j, lane, 32);
+      if (item < items && ((placed_lanes >> j) & 1u))
+        append_group_work(s, contiguous, cache, first + j, page_j, entry_j, append_group(p, item - j * groups));
     }
   }
 }
@@ -132,13 +134,14 @@ std::string append_paged(const RopeShape& s, const KvBuffers& contiguous, const 
   if (e.empty()) e = validate_table(s, t);
   if (!e.empty() || s.tokens == 0) return e;
   const auto st = static_cast<cudaStream_t>(stream);
-  // Chunks of up to 32 tokens, fewer where the tokens would not fill every resident warp once.
+  // A resident grid (5 blocks an SM) of warps taking chunks in turn; chunks of up to 32 tokens, so
+  // small that each warp takes about 16 or more (the last round's imbalance stays small).
   int device = 0, sms = 0;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const std::int64_t resident_warps = std::int64_t{sms > 0 ? sms : 1} * 5 * kWarps;
-  const int chunk = static_cast<int>(std::clamp<std::int64_t>(s.tokens / resident_warps, 1, 32));
-  const int grid = grid_for(s.tokens, kWarps * chunk);
+  const std::int64_t resident_blocks = std::int64_t{sms > 0 ? sms : 1} * 5;
+  const int chunk = static_cast<int>(std::clamp<std::int64_t>(s.tokens / (resident_blocks * kWarps * 16), 1, 32));
+  const int grid = static_cast<int>(std::min<std::int64_t>(grid_for(s.tokens, kWarps * chunk), resident_blocks));
   if (s.style == RopeStyle::neox) {
     append_kernel<RopeStyle::neox><<<grid, kThreads, 0, st>>>(s, contiguous, cache, t, chunk);
   } else {
