@@ -569,19 +569,18 @@ KVQ_HD inline void copy_span(const std::uint8_t* src, std::uint8_t* dst, int cou
 }
 
 // Unfused (b): a K/V group (paged groups) copies its bytes from the contiguous intermediate into the
-// cache (a NeoX rope group: its two spans).
+// cache.
 KVQ_HD inline void append_group_work(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache,
                                      std::int64_t token, std::int64_t page, std::int64_t entry, const RopeGroup& it) {
   const std::uint8_t* src = kv_destination(s, contiguous, kv_vector(s, false, token, 0, it.head), it);
   std::uint8_t* dst = kv_destination(s, cache, kv_vector(s, true, page, entry, it.head), it);
-  if (!it.rope) {
-    copy_span(src + it.first, dst + it.first, it.count);
-  } else if (s.style == RopeStyle::gptj) {
+  // A rope group of pairs [first, first + count) copies bytes [2 first, 2 (first + count)) in either
+  // style: the rope groups of a vector tile it alike, and the copy moves bytes, not pairs (NeoX's
+  // pairs would be two spans of count bytes, half the vector apart).
+  if (it.rope) {
     copy_span(src + 2 * it.first, dst + 2 * it.first, 2 * it.count);
   } else {
-    const int half = s.rope_dim / 2;
     copy_span(src + it.first, dst + it.first, it.count);
-    copy_span(src + half + it.first, dst + half + it.first, it.count);
   }
 }
 
