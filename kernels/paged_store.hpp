@@ -15,9 +15,8 @@
 
 namespace kvq::kernels {
 
-// Always inlined under nvcc: the chunk code must reach the kernel body before nvcc weighs
-// inlining the quantizer, so that the kernel's constant recipe decides its branches (else the
-// quantizer stays a call compiled for every recipe: a stack frame and minutes of ptxas).
+// Always inlined under nvcc: the quantizer's call must sit in the kernel body, where the fixed
+// kernels' recipe is a constant, when nvcc weighs inlining it (kernels/paged_store_kernel.cuh).
 #if defined(__CUDACC__)
 #define KVQ_PAGED_INLINE __forceinline__
 #else
@@ -98,8 +97,8 @@ inline PagedDividers paged_dividers(const PagedStoreShape& s) {
 // One NVFP4 chunk to two words of packed codes (element 8w + k in bits 4k..4k+3 of word w) and
 // its scale code. kPacked: quantize_block_packed (formats/packed_quantize.hpp: FMA rounding, IMAD
 // packing, quantize_block itself for NaN/inf blocks), else quantize_block's codes packed: the
-// same bytes for every input. The generic kernel (runtime recipe) keeps quantize_block, whose
-// code ptxas compiles in seconds; a runtime recipe through both paths took it minutes.
+// same bytes for every input. The generic kernel (runtime recipe) keeps quantize_block: with a
+// runtime recipe the packed path would add a second copy of every recipe's code.
 template <bool kPacked>
 KVQ_HD KVQ_PAGED_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, float g, const float* x, std::uint32_t* words) {
   if constexpr (kPacked) {
@@ -118,12 +117,11 @@ KVQ_HD KVQ_PAGED_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, float
 // offsets. A padding or out-of-range slot writes nothing. Index: std::uint32_t where
 // paged_store_narrow (the divisions by the dividers, which paged_dividers(s) must give), else
 // std::int64_t (plain 64-bit division; d unused). recipe: s.recipe, or an equal constant (the
-// kernel's fixed instantiations pass one in __constant__ memory, so nvcc folds the recipe's
-// branches before it decides to inline quantize_block_packed; with s.recipe it did not, and
-// compiled the packed path for every recipe in a non-inlined function: minutes of ptxas).
+// fixed kernels pass one in __constant__ memory, which nvcc folds into the code).
 template <typename Index, bool kPacked = true>
-KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const Recipe& recipe, const PagedScales& scales,
-                                     const PagedStoreArgs& a, Index item, const PagedDividers& d) {
+KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const Recipe& recipe,
+                                               const PagedScales& scales, const PagedStoreArgs& a, Index item,
+                                               const PagedDividers& d) {
   const PagedKvLayout& L = s.layout;
   const auto tokens = static_cast<Index>(s.tokens);
   Index chunk, row, head, token_row;
@@ -170,8 +168,8 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const R
 // The same with s.recipe, and with the dividers computed here (host: tests; the twin and the
 // kernel compute them once).
 template <typename Index, bool kPacked = true>
-KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a,
-                                     Index item, const PagedDividers& d) {
+KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales,
+                                               const PagedStoreArgs& a, Index item, const PagedDividers& d) {
   paged_store_chunk<Index, kPacked>(s, s.recipe, scales, a, item, d);
 }
 template <typename Index, bool kPacked = true>
