@@ -136,6 +136,13 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const R
   const KvSide side = token_row < tokens ? KvSide::k : KvSide::v;
   const Index token = side == KvSide::k ? token_row : token_row - tokens;
   const std::int64_t slot = a.slot_mapping[token];
+  // The values are loaded before the slot is tested, so the two loads are in flight together
+  // (a padding token's values are read and dropped).
+  float values[kPagedChunk];
+  const bool is_k = side == KvSide::k;
+  io::load_values(s.input, is_k ? a.key : a.value,
+                  token * token_stride(s, side) + head * L.head_dim + std::int64_t{chunk} * kPagedChunk, kPagedChunk,
+                  values);
   if (slot < 0 || slot >= L.slots()) return;
   Index block, offset;
   if constexpr (sizeof(Index) == 4) {
@@ -144,11 +151,6 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const R
     const auto bs = static_cast<Index>(L.block_size);
     block = static_cast<Index>(slot) / bs, offset = static_cast<Index>(slot) % bs;
   }
-  float values[kPagedChunk];
-  const bool is_k = side == KvSide::k;
-  io::load_values(s.input, is_k ? a.key : a.value,
-                  token * token_stride(s, side) + head * L.head_dim + std::int64_t{chunk} * kPagedChunk, kPagedChunk,
-                  values);
   const Index h = s.per_head_scales ? head : 0;
   const float g = is_k ? scales.k[h] : scales.v[h];
   if (L.format == PagedFormat::fp8) {
