@@ -15,6 +15,14 @@
 
 namespace kvq::kernels {
 
+// Always inlined under nvcc: the quantizer's call must sit in the kernel body, where the fixed
+// kernels' recipe is a constant, when nvcc weighs inlining it (kernels/paged_store_kernel.cuh).
+#if defined(__CUDACC__)
+#define KVQ_PAGED_INLINE __forceinline__
+#else
+#define KVQ_PAGED_INLINE inline
+#endif
+
 inline constexpr int kPagedChunk = 16;       // elements quantized together: one NVFP4 block, one FP8 chunk
 inline constexpr int kMaxPagedHeads = 256;  // scales travel by value in the kernel's parameters
 
@@ -86,14 +94,34 @@ inline PagedDividers paged_dividers(const PagedStoreShape& s) {
           FastDivide32(static_cast<std::uint32_t>(s.layout.block_size))};
 }
 
+// One NVFP4 chunk to two words of packed codes (element 8w + k in bits 4k..4k+3 of word w) and
+// its scale code. kPacked: quantize_block_packed (formats/packed_quantize.hpp: FMA rounding, IMAD
+// packing, quantize_block itself for NaN/inf blocks), else quantize_block's codes packed: the
+// same bytes for every input. The generic kernel (runtime recipe) keeps quantize_block: with a
+// runtime recipe the packed path would add a second copy of every recipe's code.
+template <bool kPacked>
+KVQ_HD KVQ_PAGED_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, float g, const float* x, std::uint32_t* words) {
+  if constexpr (kPacked) {
+    return quantize_block_packed<kPagedChunk>(r, g, x, words);
+  } else {
+    std::uint8_t codes[kPagedChunk];
+    const std::uint8_t scale = quantize_block(r, g, x, kPagedChunk, codes);
+    pack_codes(codes, kPagedChunk, words);
+    return scale;
+  }
+}
+
 // Item -> (side, token, head, chunk), chunk fastest: neighbouring items write neighbouring bytes.
-// One chunk: 16 values loaded, quantize_block (formats/recipes.hpp), codes (packed for NVFP4)
-// and the NVFP4 block scale stored at the layout's offsets. A padding or out-of-range slot
-// writes nothing. Index: std::uint32_t where paged_store_narrow (the divisions by the dividers,
-// which paged_dividers(s) must give), else std::int64_t (plain 64-bit division; d unused).
-template <typename Index>
-KVQ_HD inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a,
-                                     Index item, const PagedDividers& d) {
+// One chunk: 16 values loaded, quantized (FP8: quantize_block, formats/recipes.hpp; NVFP4:
+// quantize_nvfp4_chunk<kPacked>), the codes and the NVFP4 block scale stored at the layout's
+// offsets. A padding or out-of-range slot writes nothing. Index: std::uint32_t where
+// paged_store_narrow (the divisions by the dividers, which paged_dividers(s) must give), else
+// std::int64_t (plain 64-bit division; d unused). recipe: s.recipe, or an equal constant (the
+// fixed kernels pass one in __constant__ memory, which nvcc folds into the code).
+template <typename Index, bool kPacked = true>
+KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const Recipe& recipe,
+                                               const PagedScales& scales, const PagedStoreArgs& a, Index item,
+                                               const PagedDividers& d) {
   const PagedKvLayout& L = s.layout;
   const auto tokens = static_cast<Index>(s.tokens);
   Index chunk, row, head, token_row;
@@ -108,6 +136,13 @@ KVQ_HD inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales
   const KvSide side = token_row < tokens ? KvSide::k : KvSide::v;
   const Index token = side == KvSide::k ? token_row : token_row - tokens;
   const std::int64_t slot = a.slot_mapping[token];
+  // The values are loaded before the slot is tested, so the two loads are in flight together
+  // (a padding token's values are read and dropped).
+  float values[kPagedChunk];
+  const bool is_k = side == KvSide::k;
+  io::load_values(s.input, is_k ? a.key : a.value,
+                  token * token_stride(s, side) + head * L.head_dim + std::int64_t{chunk} * kPagedChunk, kPagedChunk,
+                  values);
   if (slot < 0 || slot >= L.slots()) return;
   Index block, offset;
   if constexpr (sizeof(Index) == 4) {
@@ -116,30 +151,32 @@ KVQ_HD inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales
     const auto bs = static_cast<Index>(L.block_size);
     block = static_cast<Index>(slot) / bs, offset = static_cast<Index>(slot) % bs;
   }
-  float values[kPagedChunk];
-  std::uint8_t codes[kPagedChunk];
-  const bool is_k = side == KvSide::k;
-  io::load_values(s.input, is_k ? a.key : a.value,
-                  token * token_stride(s, side) + head * L.head_dim + std::int64_t{chunk} * kPagedChunk, kPagedChunk,
-                  values);
   const Index h = s.per_head_scales ? head : 0;
-  const std::uint8_t scale = quantize_block(s.recipe, is_k ? scales.k[h] : scales.v[h], values, kPagedChunk, codes);
+  const float g = is_k ? scales.k[h] : scales.v[h];
   if (L.format == PagedFormat::fp8) {
+    std::uint8_t codes[kPagedChunk];
+    quantize_block(recipe, g, values, kPagedChunk, codes);
     std::uint8_t* cache = is_k ? a.key_cache : a.value_cache;
     io::store_bytes(cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk), codes, kPagedChunk);
     return;
   }
-  KVQ_UNROLL
-  for (int i = 0; i < kPagedChunk / 2; ++i) codes[i] = pack_e2m1_pair(codes[2 * i], codes[2 * i + 1]);
-  io::store_bytes(a.key_cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk / 2), codes,
-                  kPagedChunk / 2);
+  std::uint32_t words[kPagedChunk / 8];
+  const std::uint8_t scale = quantize_nvfp4_chunk<kPacked>(recipe, g, values, words);
+  io::store_words(a.key_cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk / 2), words,
+                  kPagedChunk / 8);
   a.key_cache[L.scale_offset(side, block, offset, head, chunk)] = scale;
 }
 
-// The same, dividers computed here (host: tests; the twin and the kernel compute them once).
-template <typename Index>
+// The same with s.recipe, and with the dividers computed here (host: tests; the twin and the
+// kernel compute them once).
+template <typename Index, bool kPacked = true>
+KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales,
+                                               const PagedStoreArgs& a, Index item, const PagedDividers& d) {
+  paged_store_chunk<Index, kPacked>(s, s.recipe, scales, a, item, d);
+}
+template <typename Index, bool kPacked = true>
 inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, Index item) {
-  paged_store_chunk(s, scales, a, item, paged_dividers(s));
+  paged_store_chunk<Index, kPacked>(s, scales, a, item, paged_dividers(s));
 }
 
 // GPU: device pointers for args, host values for scales, an opaque cudaStream_t. With

@@ -163,13 +163,14 @@ Caches run_twin(const PagedProblem& p, std::uint8_t poison) {
   return c;
 }
 
-// The store with 64-bit index arithmetic, the kernel's path for caches past 2^32 slots or items
-// (the twin takes the 32-bit path wherever the kernel does).
+// The store as the generic kernel runs it past 2^32 slots or items: 64-bit index arithmetic and
+// NVFP4 chunks through quantize_block (the twin takes the 32-bit path wherever the kernel does,
+// and quantize_block_packed, the fixed kernels' quantizer).
 Caches run_wide_indices(const PagedProblem& p, std::uint8_t poison) {
   Caches c = poisoned(p.shape.layout, poison);
   const kernels::PagedStoreArgs a = args_for(p, &c, p.slots.data());
   for (std::int64_t item = 0; item < kernels::paged_store_items(p.shape); ++item)
-    kernels::paged_store_chunk(p.shape, p.scales, a, item);
+    kernels::paged_store_chunk<std::int64_t, false>(p.shape, p.scales, a, item);
   return c;
 }
 
@@ -710,7 +711,7 @@ Outcome paged_store_vs_model(const RunContext& ctx, const Recipe& r, PagedFormat
       if (!diff.empty()) RC_FAIL(diff);
       if (device) continue;
       const std::string wide = first_difference(p.shape.layout, run_wide_indices(run, poison), got);
-      if (!wide.empty()) RC_FAIL("64-bit indices: " + wide);
+      if (!wide.empty()) RC_FAIL("64-bit indices, quantize_block: " + wide);
     }
   });
 }

@@ -1,0 +1,122 @@
+// The paged store kernel template and its fixed configurations (nvcc only), shared by
+// kernels/paged_store_device.cu (the launcher, the FP8 and generic kernels) and the fixed NVFP4
+// translation units generated from kernels/paged_store_fixed.cu.in, one kernel each.
+//
+// Why the NVFP4 kernels are built this way (nvcc 12, -O2; measured with -ptx and -Xptxas -v):
+// nvcc inlined quantize_block_packed (formats/packed_quantize.hpp) into a kernel only when both
+// (1) the recipe is a compile-time constant it can read through the reference (kFixedRecipe, in
+// __constant__ memory; a recipe in a local struct is not folded when inlining is weighed) and
+// (2) the call is the only call of that function in the unit. Otherwise the function stays out
+// of line, compiled for every recipe: 106 registers, a 192-byte stack frame, and ptxas took
+// over 5 minutes on a unit holding the ten fixed NVFP4 kernels. One kernel a unit, inlined:
+// 40 registers, no stack, under 4 seconds.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/paged_store.hpp"
+
+namespace kvq::kernels::paged_kernel {
+
+struct PagedConfig {
+  FormatId element;  // e2m1: the NVFP4 layout; e4m3fn: the FP8 layout (per tensor, only apply matters)
+  Apply apply;
+  TwoLevel style = TwoLevel::reference;
+  ZeroGuard guard = ZeroGuard::block_and_scale;
+  bool clamp = false;
+};
+// nvfp4, nvfp4-torchao, nvfp4-flashinfer-kv, nvfp4-vllm, nvfp4-4over6, fp8-e4m3-tensor(-rcp)
+// (formats/recipe_names.hpp); all with nearest-even elements and the approx_ftz reciprocal.
+constexpr int kGeneric = -1;
+constexpr PagedConfig kFixed[] = {
+    {FormatId::e2m1, Apply::divide},
+    {FormatId::e2m1, Apply::multiply_reciprocal, TwoLevel::reference, ZeroGuard::rounded_scale, true},
+    {FormatId::e2m1, Apply::multiply_reciprocal, TwoLevel::rcp_decode, ZeroGuard::block_max},
+    {FormatId::e2m1, Apply::multiply_reciprocal, TwoLevel::rcp_encode, ZeroGuard::rounded_scale},
+    {FormatId::e2m1, Apply::multiply_reciprocal, TwoLevel::four_over_six, ZeroGuard::block_and_scale},
+    {FormatId::e4m3fn, Apply::divide},
+    {FormatId::e4m3fn, Apply::multiply_reciprocal},
+};
+constexpr int kFixedCount = sizeof(kFixed) / sizeof(kFixed[0]);
+
+// Whether fixed configuration c computes what the runtime recipe r computes in paged_store_chunk.
+inline bool matches(const PagedConfig& c, const Recipe& r) {
+  if (c.element != r.element || c.apply != r.apply || r.element_rounding != Rounding::nearest_even ||
+      r.element_input_bf16)
+    return false;
+  if (c.element == FormatId::e4m3fn) return true;  // tensor_only reads apply, the rounding, the BF16 input flag
+  return c.style == r.two_level && c.guard == r.zero_guard && c.clamp == r.clamp_block_scale &&
+         r.reciprocal == Reciprocal::approx_ftz;
+}
+
+// Fixed configuration C as a whole recipe: the fields kFixed gives, the others (block 16, no BF16
+// element input) at the values matches() demands.
+template <int C>
+constexpr Recipe fixed_recipe() {
+  Recipe r;
+  r.element = kFixed[C].element;
+  r.scale = kFixed[C].element == FormatId::e2m1 ? BlockScale::e4m3_two_level : BlockScale::tensor_only;
+  r.block = kPagedChunk;
+  r.apply = kFixed[C].apply;
+  r.element_rounding = Rounding::nearest_even;
+  r.element_input_bf16 = false;
+  r.two_level = kFixed[C].style;
+  r.zero_guard = kFixed[C].guard;
+  r.clamp_block_scale = kFixed[C].clamp;
+  r.reciprocal = Reciprocal::approx_ftz;
+  return r;
+}
+// In constant memory, read through a reference nvcc folds: every recipe branch is decided at
+// compile time (condition (1) above).
+template <int C>
+__constant__ constexpr Recipe kFixedRecipe = fixed_recipe<C>();
+
+template <PagedFormat F, DType T>
+__device__ inline PagedStoreShape specialise(PagedStoreShape s) {
+  s.input = T;
+  s.layout.format = F;
+  s.recipe.element = F == PagedFormat::fp8 ? FormatId::e4m3fn : FormatId::e2m1;
+  s.recipe.scale = F == PagedFormat::fp8 ? BlockScale::tensor_only : BlockScale::e4m3_two_level;
+  return s;
+}
+
+// The fixed NVFP4 kernels run quantize_block_packed; the generic ones quantize_block (the same
+// bytes; with a runtime recipe the packed path would carry every recipe's code).
+template <int C, PagedFormat F, DType T, typename Index>
+__global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d) {
+  const PagedStoreShape s = specialise<F, T>(shape);
+  const std::int64_t items = paged_store_items(s);
+  for (std::int64_t item = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; item < items;
+       item += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if constexpr (C == kGeneric) {
+      paged_store_chunk<Index, false>(s, s.recipe, scales, args, static_cast<Index>(item), d);
+    } else {
+      paged_store_chunk<Index, F == PagedFormat::nvfp4>(s, kFixedRecipe<C>, scales, args, static_cast<Index>(item), d);
+    }
+  }
+}
+
+constexpr int kThreads = 128;
+
+// Launches configuration C (kGeneric: the runtime recipe) of layout F for input T with index
+// type Index. The fixed NVFP4 instantiations are explicit instantiations in their own units.
+template <int C, PagedFormat F, DType T, typename Index>
+cudaError_t launch_kernel(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, const PagedDividers& d,
+                   int grid, cudaStream_t stream) {
+  paged_store_kernel<C, F, T, Index><<<grid, kThreads, 0, stream>>>(s, scales, a, d);
+  return cudaGetLastError();
+}
+
+// Configurations 0 .. kFixedNvfp4 - 1 are the NVFP4 ones, each compiled in its own units (the
+// list in kernels/CMakeLists.txt and KVQ_OWN_UNITS in paged_store_device.cu).
+inline constexpr int kFixedNvfp4 = 5;
+constexpr bool nvfp4_first() {
+  for (int i = 0; i < kFixedCount; ++i)
+    if ((kFixed[i].element == FormatId::e2m1) != (i < kFixedNvfp4)) return false;
+  return true;
+}
+static_assert(nvfp4_first(), "the NVFP4 configurations come first, kFixedNvfp4 of them");
+
+}  // namespace kvq::kernels::paged_kernel
