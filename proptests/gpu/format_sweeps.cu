@@ -86,6 +86,9 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
     KVQ_FAST_CASE(bf16x2_rne_finite)
     KVQ_FAST_CASE(fp16x2_rne_finite)
     KVQ_FAST_CASE(e4m3x2_of_products)
+    KVQ_FAST_CASE(e2m1_magic_away)
+    KVQ_FAST_CASE(e2m1_magic_below_7)
+    KVQ_FAST_CASE(e2m1_magic_to_4_5)
 #undef KVQ_FAST_CASE
   }
   return cudaErrorInvalidValue;
