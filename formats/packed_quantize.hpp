@@ -173,9 +173,10 @@ KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, float g, const Blo
 
 // A plan whose elements the packed words can take: a finite multiplier (an inf one makes
 // 0 * inf = NaN, which quantize_block codes without its sign), or a divisor where
-// divide_by_reciprocal is exact.
+// divide_by_reciprocal is exact; positive (+0 included), as the words take each sign from x (a
+// negative g can make torchao's clamped-scale multiplier negative).
 KVQ_HD inline bool packable(const BlockPlan& p) {
-  return (p.op == ElementOp::multiply && p.by <= 3.4028235e38f) ||
+  return (p.op == ElementOp::multiply && (bits_of(p.by) >> 31) == 0u && p.by <= 3.4028235e38f) ||
          (p.op == ElementOp::divide && p.by >= kDivideByReciprocalMin && p.by <= kDivideByReciprocalMax);
 }
 
@@ -194,8 +195,8 @@ KVQ_HD inline bool four_over_six_words(const Recipe& r, float g, const float* x,
     *scale = six.scale_code;
     return true;
   }
-  // |q| <= bmax * y for every element (rounding is monotonic): usually about 6 and 4.
-  const bool small = bmax * six.by < 7.0f && bmax * four.by <= 4.5f;
+  // |q| <= |bmax * y| for every element (rounding is monotonic): usually about 6 and 4.
+  const bool small = fabsf(bmax * six.by) < 7.0f && fabsf(bmax * four.by) <= 4.5f;
   *scale = small ? pick_four_over_six<kN, true>(x, g, six, four, words) : pick_four_over_six<kN, false>(x, g, six, four, words);
   return true;
 }

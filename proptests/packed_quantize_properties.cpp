@@ -57,7 +57,7 @@ rc::Gen<PackedCase> gen_case(const Recipe& r, int n) {
     const float g = *rc::gen::weightedOneOf<float>({
         {4, rc::gen::just(tensor_scale(r, amax))},
         {3, rc::gen::map(rc::gen::inRange(-12, 4), [e](int k) { return std::ldexp(1.0f, e + k); })},
-        {1, rc::gen::element(0.0f, 0x1p-149f, 0x1p-130f, 0x1p100f, 3.4028235e38f, INFINITY, NAN)},
+        {1, rc::gen::element(0.0f, 0x1p-149f, 0x1p-130f, 0x1p100f, 3.4028235e38f, INFINITY, NAN, -0x1p-3f)},
     });
     return PackedCase{g, x};
   });
