@@ -60,8 +60,49 @@ KVQ_HD inline float e2m1_magnitude_magic(float a) {
   const float low_or_mid = fminf(fmaf(a, 2.0f, m), a + (m + 2.0f));
   return fminf(fminf(low_or_mid, fmaf(a, 0.5f, m + 4.0f)), m + 7.0f);
 }
+// The same code from fewer pieces where a is known to be small: below 7 the high piece a/2 + 4
+// stays under 7.5 and needs no saturation; up to 4.5 the middle piece a + 2 (at most 6.5, which
+// rounds to 6) is never above the high piece's rounding (both 6 on (4, 4.5]). NaN is outside both.
+KVQ_HD inline float e2m1_magnitude_magic_below_7(float a) {
+  constexpr float m = kMagnitudeMagic;
+  return fminf(fminf(fmaf(a, 2.0f, m), a + (m + 2.0f)), fmaf(a, 0.5f, m + 4.0f));
+}
+KVQ_HD inline float e2m1_magnitude_magic_to_4_5(float a) {
+  return fminf(fmaf(a, 2.0f, kMagnitudeMagic), a + (kMagnitudeMagic + 2.0f));
+}
 KVQ_HD inline float int4_magnitude_magic(float a) {  // INT4: k = RNE(4a), at most 7
   return fminf(fmaf(a, 4.0f, kMagnitudeMagic), kMagnitudeMagic + 7.0f);
+}
+
+// fmaf(a, k, c) rounded toward -inf (the device's FFMA.RM). The host, which has no per-instruction
+// rounding mode (and must not change the process-wide one), splits a*k + c exactly into a double
+// sum hi + lo (a*k is exact in FP64: 48 significant bits; TwoSum adds c), rounds hi to nearest FP32
+// and steps one FP32 down where that lies above hi + lo. Overflow gives FLT_MAX, as round-down does.
+KVQ_HD inline float fmaf_round_down(float a, float k, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rd(a, k, c);
+#else
+  const double p = static_cast<double>(a) * static_cast<double>(k), q = static_cast<double>(c);
+  const double hi = p + q, q_part = hi - p, lo = (p - (hi - q_part)) + (q - q_part);  // TwoSum: hi + lo = p + q
+  const float f = static_cast<float>(hi);
+  const bool above = static_cast<double>(f) > hi || (static_cast<double>(f) == hi && lo < 0.0);
+  return above ? std::nextafter(f, -INFINITY) : f;
+#endif
+}
+
+// The E2M1 magnitude code of |y| rounded half AWAY from zero (SGLang's ">= threshold" rule),
+// saturating, as the FP32 kMagnitudeMagicAway + code (code 0 is kMagnitudeMagicAway itself).
+// Half away is floor(t + 1/2), and a round-down FMA of t + (2^23 - 1/2) gives 2^23 - 1 + floor(t + 1/2)
+// on the integer grid of [2^23, 2^24); t < 1/2 gives 2^23 - 1/2, one FP32 step below 2^23 (whose
+// spacing is 1/2): the bits of every result are bits_of(2^23 - 1/2) + floor(t + 1/2). The three
+// affine pieces of e2m1_magnitude_magic, each rounded once, the pieces' offsets 2 and 4 added after
+// (the constant 2^23 + 3/2 is not an FP32); min saturates at code 7, NaN -> 7. Below its range a
+// piece's add rounds (2^23 + 3/2 -> code 3, 2^23 + 7/2 -> code 5): above the low piece's code there.
+inline constexpr float kMagnitudeMagicAway = 0x1p23f - 0.5f;  // bits 0x4affffff
+KVQ_HD inline float e2m1_magnitude_magic_away(float a) {
+  constexpr float m = kMagnitudeMagicAway;
+  const float low_or_mid = fminf(fmaf_round_down(a, 2.0f, m), fmaf_round_down(a, 1.0f, m) + 2.0f);
+  return fminf(fminf(low_or_mid, fmaf_round_down(a, 0.5f, m) + 4.0f), 0x1p23f + 6.0f);  // code 7: m + 7 steps
 }
 
 // E2M1 code -> FP32 (exact): 0, 0.5, then 2^(e-1) * 1.m from the code's own bits.

@@ -55,46 +55,161 @@ KVQ_HD inline std::uint32_t sign_bit(float x) {
 #endif
 }
 
-// The magnitude code of element q as the bits of kMagnitudeMagic + code.
-template <bool kInt4>
+// Which magnitude code the words hold: E2M1 half to even, E2M1 half away (nearest_away), INT4.
+enum class Magnitude : std::uint8_t { e2m1, e2m1_away, int4 };
+template <Magnitude kM>
+inline constexpr std::uint32_t kMagicBitsOf = kM == Magnitude::e2m1_away ? 0x4affffffu : 0x4b000000u;  // code 0
+
+// The magnitude code of element q as the bits of its magic (kMagicBitsOf<kM> + code).
+template <Magnitude kM>
 KVQ_HD inline std::uint32_t magic_bits(float q) {
-  return bits_of(kInt4 ? int4_magnitude_magic(fabsf(q)) : e2m1_magnitude_magic(fabsf(q)));
+  if constexpr (kM == Magnitude::int4) return bits_of(int4_magnitude_magic(fabsf(q)));
+  if constexpr (kM == Magnitude::e2m1_away) return bits_of(e2m1_magnitude_magic_away(fabsf(q)));
+  return bits_of(e2m1_magnitude_magic(fabsf(q)));
+}
+
+// The sign nibbles of eight elements x[k] (8 in nibble k where x is negative), multiply-adds only.
+KVQ_HD inline std::uint32_t sign_nibbles(const float* x) {
+  std::uint32_t word = 0;
+  KVQ_UNROLL
+  for (int k = 0; k < 8; ++k) word += sign_bit(x[k]) * (8u << (4 * k));
+  return word;
 }
 
 // Eight scaled elements q (their signs from the unscaled x: a scale is positive, and x * 0 keeps
 // the sign as quantize_block's x * 0 does) to one word: element k in bits 4k..4k+3. The nibbles
-// add up as sum((magic_bits_k - bits(kMagnitudeMagic) + 8 * sign_k) * 16^k), exact in 32-bit
-// wrapping arithmetic: integer multiply-adds (IMAD, the FMA pipe), the magic subtracted once.
-template <bool kInt4>
+// add up as sum((magic_bits_k - kMagicBitsOf + 8 * sign_k) * 16^k), exact in 32-bit wrapping
+// arithmetic: integer multiply-adds (IMAD, the FMA pipe), the magic subtracted once.
+template <Magnitude kM>
 KVQ_HD inline std::uint32_t pack_eight(const float* q, const float* x) {
-  constexpr std::uint32_t kMagicBits = 0x4b000000u;               // bits_of(kMagnitudeMagic)
-  constexpr std::uint32_t kMagicSum = kMagicBits * 0x11111111u;  // sum of kMagicBits * 16^k, wrapped
-  std::uint32_t word = 0u - kMagicSum;
+  constexpr std::uint32_t kMagicSum = kMagicBitsOf<kM> * 0x11111111u;  // sum of the code-0 bits * 16^k, wrapped
+  std::uint32_t word = sign_nibbles(x) - kMagicSum;
   KVQ_UNROLL
-  for (int k = 0; k < 8; ++k) word += magic_bits<kInt4>(q[k]) * (1u << (4 * k)) + sign_bit(x[k]) * (8u << (4 * k));
+  for (int k = 0; k < 8; ++k) word += magic_bits<kM>(q[k]) * (1u << (4 * k));
   return word;
 }
 
 // The words of a block: q = x * y, or x / d from y = 1/d (kDivide); one loop per case.
-template <int kN, bool kDivide>
-KVQ_HD inline void encode_words(bool int4, const float* x, float d, float y, std::uint32_t* words) {
+template <int kN, bool kDivide, Magnitude kM>
+KVQ_HD inline void encode_words(const float* x, float d, float y, std::uint32_t* words) {
   KVQ_UNROLL
   for (int w = 0; w < kN / 8; ++w) {
     float q[8];
     KVQ_UNROLL
     for (int k = 0; k < 8; ++k) q[k] = kDivide ? divide_by_reciprocal(x[8 * w + k], d, y) : x[8 * w + k] * y;
-    words[w] = int4 ? pack_eight<true>(q, x + 8 * w) : pack_eight<false>(q, x + 8 * w);
+    words[w] = pack_eight<kM>(q, x + 8 * w);
   }
+}
+template <int kN, bool kDivide>
+KVQ_HD inline void encode_words(Magnitude m, const float* x, float d, float y, std::uint32_t* words) {
+  if (m == Magnitude::int4) {
+    encode_words<kN, kDivide, Magnitude::int4>(x, d, y, words);
+  } else if (m == Magnitude::e2m1_away) {
+    encode_words<kN, kDivide, Magnitude::e2m1_away>(x, d, y, words);
+  } else {
+    encode_words<kN, kDivide, Magnitude::e2m1>(x, d, y, words);
+  }
+}
+
+// The E2M1 value of a magnitude code from its magic's bits (e2m1_magnitude_magic): a code k >= 2
+// is the FP32 with exponent k/2 - 1 and mantissa bit k & 1, bits (k + 252) << 22, one integer
+// multiply-add of the magic's bits (0x4b000000 << 22 wraps to 0); k = 0 and 1 come out 0.5 and
+// 0.75 that way, and min(v, 2v - 1) makes them 0 and 0.5 while keeping every v >= 1.
+KVQ_HD inline float e2m1_value_of_magic(std::uint32_t bits) {
+  const float v = float_from_bits(bits * (1u << 22) + 0x3f000000u);
+  return fminf(v, fmaf(v, 2.0f, -1.0f));
+}
+
+// The E2M1 magnitude magic of |q| from the pieces its range needs (formats/fast_paths.hpp):
+// kSmall = |q| < 7 for /6 and |q| <= 4.5 for /4 (a block-uniform test), else every piece.
+template <bool kSmall, bool kSix>
+KVQ_HD inline std::uint32_t e2m1_magic_bits_within(float q) {
+  if constexpr (!kSmall) return bits_of(e2m1_magnitude_magic(fabsf(q)));
+  if constexpr (kSix) return bits_of(e2m1_magnitude_magic_below_7(fabsf(q)));
+  return bits_of(e2m1_magnitude_magic_to_4_5(fabsf(q)));
+}
+
+// One candidate of the four_over_six rule: the words of q = x * y (signs: sign_nibbles) and the
+// FP32 squared error of their codes with block scale sf, the operations and order of
+// recipe_detail::two_level_squared_error. A code's sign is x's, and x - (+-v * sf) * g equals
+// +-(|x| - (v * sf) * g) exactly (round to nearest is symmetric), so magnitudes give the same square.
+template <int kN, bool kSmall, bool kSix>
+KVQ_HD inline float encode_words_with_error(const float* x, float y, float sf, float g, const std::uint32_t* signs,
+                                            std::uint32_t* words) {
+  constexpr std::uint32_t kMagicSum = kMagicBitsOf<Magnitude::e2m1> * 0x11111111u;
+  float sum = 0.0f;
+  KVQ_UNROLL
+  for (int w = 0; w < kN / 8; ++w) {
+    std::uint32_t word = signs[w] - kMagicSum;
+    KVQ_UNROLL
+    for (int k = 0; k < 8; ++k) {
+      const std::uint32_t magic = e2m1_magic_bits_within<kSmall, kSix>(x[8 * w + k] * y);
+      word += magic * (1u << (4 * k));
+      const float d = fabsf(x[8 * w + k]) - (e2m1_value_of_magic(magic) * sf) * g;
+      const float square = d * d;
+      sum = sum + square;
+    }
+    words[w] = word;
+  }
+  return sum;
+}
+
+// Both candidates: the /4 words where its squared error is lower, else the /6 words (ties keep /6).
+template <int kN, bool kSmall>
+KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, float g, const BlockPlan& six, const BlockPlan& four,
+                                              std::uint32_t* words) {
+  std::uint32_t signs[kN / 8], six_words[kN / 8];
+  KVQ_UNROLL
+  for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles(x + 8 * w);
+  const float six_error =
+      encode_words_with_error<kN, kSmall, true>(x, six.by, e4m3_value_fast(six.scale_code), g, signs, six_words);
+  const float four_error =
+      encode_words_with_error<kN, kSmall, false>(x, four.by, e4m3_value_fast(four.scale_code), g, signs, words);
+  if (four_error < six_error) return four.scale_code;
+  KVQ_UNROLL
+  for (int w = 0; w < kN / 8; ++w) words[w] = six_words[w];
+  return six.scale_code;
+}
+
+// A plan whose elements the packed words can take: a finite multiplier (an inf one makes
+// 0 * inf = NaN, which quantize_block codes without its sign), or a divisor where
+// divide_by_reciprocal is exact; positive (+0 included), as the words take each sign from x (a
+// negative g can make torchao's clamped-scale multiplier negative).
+KVQ_HD inline bool packable(const BlockPlan& p) {
+  return (p.op == ElementOp::multiply && (bits_of(p.by) >> 31) == 0u && p.by <= 3.4028235e38f) ||
+         (p.op == ElementOp::divide && p.by >= kDivideByReciprocalMin && p.by <= kDivideByReciprocalMax);
+}
+
+// four_over_six (recipe_detail::quantize_two_level) on a finite block with max |x| = bmax, for
+// E2M1 half-to-even elements when both candidates multiply (else false: the caller runs quantize_block): the /4 candidate's
+// words and scale where its squared error is lower, else the /6 candidate's (ties keep /6).
+template <int kN>
+KVQ_HD inline bool four_over_six_words(const Recipe& r, float g, const float* x, float bmax, std::uint32_t* words,
+                                       std::uint8_t* scale) {
+  if (r.element != FormatId::e2m1 || r.element_rounding != Rounding::nearest_even) return false;
+  const BlockPlan six = recipe_detail::two_level_plan(r, g, bmax, element_max(r));
+  const BlockPlan four = recipe_detail::two_level_plan(r, g, bmax, 4.0f);  // E2M1
+  if (six.op != ElementOp::multiply || four.op != ElementOp::multiply || !packable(six) || !packable(four)) return false;
+  if (six.scale_code == four.scale_code) {  // the same scale: the same codes and errors, and ties keep /6
+    encode_words<kN, false, Magnitude::e2m1>(x, six.by, six.by, words);
+    *scale = six.scale_code;
+    return true;
+  }
+  // |q| <= |bmax * y| for every element (rounding is monotonic): usually about 6 and 4.
+  const bool small = fabsf(bmax * six.by) < 7.0f && fabsf(bmax * four.by) <= 4.5f;
+  *scale = small ? pick_four_over_six<kN, true>(x, g, six, four, words) : pick_four_over_six<kN, false>(x, g, six, four, words);
+  return true;
 }
 
 }  // namespace packed_detail
 
 // Whether quantize_block_packed has a fast form for the recipe's elements (else it runs
-// quantize_block for every block).
+// quantize_block for every block): 4-bit elements rounded half to even, or E2M1 half away.
 KVQ_HD constexpr bool has_packed_fast_form(const Recipe& r) {
   const bool four_bit = r.element == FormatId::e2m1 || r.element == FormatId::int4;
-  return four_bit && r.element_rounding == Rounding::nearest_even && !r.element_input_bf16 &&
-         !(r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six);
+  const bool rounding = r.element_rounding == Rounding::nearest_even ||
+                        (r.element == FormatId::e2m1 && r.element_rounding == Rounding::nearest_away);
+  return four_bit && rounding && !r.element_input_bf16;
 }
 
 // Unpacked 4-bit codes (one a byte) to words, element 8w + k in bits 4k..4k+3 of word w.
@@ -119,18 +234,23 @@ KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, float g, const
     KVQ_UNROLL
     for (int i = 0; i < kN; ++i) m = packed_detail::max_nan(m, fabsf(x[i]));
     if (m <= 3.4028235e38f) {  // finite: m is the block max, and no element is NaN
-      const BlockPlan p = plan_block(r, g, m, false);
-      // A finite multiplier (an inf one makes 0 * inf = NaN, which quantize_block codes without its
-      // sign), or a divisor where divide_by_reciprocal is exact.
-      const bool multiply = p.op == ElementOp::multiply && p.by <= 3.4028235e38f;
-      if (multiply || (p.op == ElementOp::divide && p.by >= kDivideByReciprocalMin && p.by <= kDivideByReciprocalMax)) {
-        const bool int4 = r.element == FormatId::int4;
-        if (multiply) {
-          packed_detail::encode_words<kN, false>(int4, x, p.by, p.by, words);
-        } else {
-          packed_detail::encode_words<kN, true>(int4, x, p.by, 1.0f / p.by, words);
+      if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six) {
+        std::uint8_t scale = 0;
+        if (packed_detail::four_over_six_words<kN>(r, g, x, m, words, &scale)) return scale;
+      } else {
+        const BlockPlan p = plan_block(r, g, m, false);
+        if (packed_detail::packable(p)) {
+          using packed_detail::Magnitude;
+          const Magnitude magnitude = r.element == FormatId::int4 ? Magnitude::int4
+                                      : r.element_rounding == Rounding::nearest_away ? Magnitude::e2m1_away
+                                                                                     : Magnitude::e2m1;
+          if (p.op == ElementOp::multiply) {
+            packed_detail::encode_words<kN, false>(magnitude, x, p.by, p.by, words);
+          } else {
+            packed_detail::encode_words<kN, true>(magnitude, x, p.by, 1.0f / p.by, words);
+          }
+          return p.scale_code;
         }
-        return p.scale_code;
       }
     }
   }

@@ -17,6 +17,7 @@ struct Config {
   int block;
   TwoLevel two_level = TwoLevel::reference;  // E4M3 two-level scales: one instantiation per style,
                                              // so no kernel carries the registers of another style
+  Rounding rounding = Rounding::nearest_even;  // the elements' rounding, a constant in the kernel
 };
 // The fixed configurations; kernels take an index into this table (nvcc's launch stubs need
 // integral template arguments), kGeneric for the runtime-shaped instantiation.
@@ -30,6 +31,7 @@ constexpr Config kFixed[] = {
     {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::rcp_decode},
     {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::rcp_encode},
     {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::four_over_six},
+    {FormatId::e2m1, BlockScale::e8m0_pow2, 16, TwoLevel::reference, Rounding::nearest_away},  // blockfp4-e8m0-ceil
 };
 template <int C>
 constexpr int kBlockOf = C == kGeneric ? 0 : kFixed[C].block;
@@ -43,6 +45,7 @@ __device__ inline QuantizeShape specialise(QuantizeShape s) {
     s.recipe.element = kFixed[C].element;
     s.recipe.scale = kFixed[C].scale;
     if (kFixed[C].scale == BlockScale::e4m3_two_level) s.recipe.two_level = kFixed[C].two_level;
+    s.recipe.element_rounding = kFixed[C].rounding;
     s.recipe.element_input_bf16 = false;  // the port-variant fields at their defaults, as constants
     s.recipe.e8m0_bias = 127;             // (dispatch sends other values to the generic kernel)
     if (kFixed[C].scale != BlockScale::tensor_only) s.recipe.block = kFixed[C].block;
@@ -178,15 +181,15 @@ cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
   };
   const auto matches = [&](const Config& c) {
     return c.element == s.recipe.element && c.scale == s.recipe.scale && c.block == s.block() &&
-           !s.recipe.element_input_bf16 && s.recipe.e8m0_bias == 127 &&
+           c.rounding == s.recipe.element_rounding && !s.recipe.element_input_bf16 && s.recipe.e8m0_bias == 127 &&
            (c.scale != BlockScale::e4m3_two_level || c.two_level == s.recipe.two_level);
   };
 #define KVQ_FIXED(i) \
   if (matches(kFixed[i])) return with_type.template operator()<i>();
   KVQ_FIXED(0) KVQ_FIXED(1) KVQ_FIXED(2) KVQ_FIXED(3) KVQ_FIXED(4) KVQ_FIXED(5) KVQ_FIXED(6) KVQ_FIXED(7)
-  KVQ_FIXED(8) KVQ_FIXED(9) KVQ_FIXED(10) KVQ_FIXED(11) KVQ_FIXED(12)
+  KVQ_FIXED(8) KVQ_FIXED(9) KVQ_FIXED(10) KVQ_FIXED(11) KVQ_FIXED(12) KVQ_FIXED(13)
 #undef KVQ_FIXED
-  static_assert(sizeof(kFixed) / sizeof(kFixed[0]) == 13, "one KVQ_FIXED line per fixed configuration");
+  static_assert(sizeof(kFixed) / sizeof(kFixed[0]) == 14, "one KVQ_FIXED line per fixed configuration");
   return with_type.template operator()<kGeneric>();
 }
 

@@ -15,15 +15,17 @@ namespace kvq::props {
 enum class FastPath : int {
   e2m1_rne, e2m1_rna, e4m3_satfinite, bf16_rne, fp16_rne, e2m1_value, e4m3_value, int4_rne, int8_rne, int4_value, int8_value,
   e4m3_from_fp64, e4m3_from_fp64_sticky, e2m1_magic, int4_magic, e2m1_divide_a, e2m1_divide_b, bf16x2_rne_finite,
-  fp16x2_rne_finite, e4m3x2_of_products, e4m3x4_satfinite
+  fp16x2_rne_finite, e4m3x2_of_products, e4m3x4_satfinite, e2m1_magic_away,
+  e2m1_magic_below_7, e2m1_magic_to_4_5
 };
-inline constexpr int kFastPathCount = 21;
+inline constexpr int kFastPathCount = 24;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
     "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
     "e4m3-from-fp64-rne-satfinite", "e4m3-from-fp64-sticky-rne-satfinite", "e2m1-magnitude-magic",
     "int4-magnitude-magic", "e2m1-divide-by-reciprocal-set-a", "e2m1-divide-by-reciprocal-set-b", "bf16x2-rne-finite",
-    "fp16x2-rne-finite", "e4m3x2-of-products-finite", "e4m3x4-rne-satfinite"};
+    "fp16x2-rne-finite", "e4m3x2-of-products-finite", "e4m3x4-rne-satfinite", "e2m1-magnitude-magic-away",
+    "e2m1-magnitude-magic-below-7", "e2m1-magnitude-magic-to-4.5"};
 
 // Denominators of the divide cases (formats/packed_quantize.hpp: divide_by_reciprocal is used for
 // d in [2^-64, 2^64]): both ends, powers of two, E4M3 x FP32 products, odd mantissas, near-ones.
@@ -118,6 +120,12 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
       const float y[4] = {x, -x, -x, x};
       return e4m3x4_satfinite_fast(y);
     }
+    case FastPath::e2m1_magic_away:
+      return bits_of(e2m1_magnitude_magic_away(fabsf(x))) - bits_of(kMagnitudeMagicAway);
+    case FastPath::e2m1_magic_below_7:  // inputs outside the function's range read 0
+      return fabsf(x) < 7.0f ? bits_of(e2m1_magnitude_magic_below_7(fabsf(x))) - bits_of(kMagnitudeMagic) : 0u;
+    case FastPath::e2m1_magic_to_4_5:
+      return fabsf(x) <= 4.5f ? bits_of(e2m1_magnitude_magic_to_4_5(fabsf(x))) - bits_of(kMagnitudeMagic) : 0u;
   }
   return 0;
 }
@@ -160,6 +168,14 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
       const auto plus = static_cast<std::uint32_t>(encode(kE4M3FN, c, unpack(kFP32, bits)));
       const auto minus = static_cast<std::uint32_t>(encode(kE4M3FN, c, unpack(kFP32, bits ^ 0x80000000u)));
       return plus | minus << 8 | minus << 16 | plus << 24;
+    }
+    case FastPath::e2m1_magic_away:  // the magnitude code rounded half away, NaN -> 7
+      return static_cast<std::uint32_t>(encode(kE2M1, e2m1_away, unpack(kFP32, bits))) & 7u;
+    case FastPath::e2m1_magic_below_7:
+    case FastPath::e2m1_magic_to_4_5: {
+      const float a = fabsf(float_from_bits(bits));
+      const bool in_range = p == FastPath::e2m1_magic_below_7 ? a < 7.0f : a <= 4.5f;
+      return in_range ? static_cast<std::uint32_t>(encode(kE2M1, e2m1, unpack(kFP32, bits))) & 7u : 0u;
     }
   }
   return 0;

@@ -87,8 +87,11 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
     KVQ_FAST_CASE(fp16x2_rne_finite)
     KVQ_FAST_CASE(e4m3x2_of_products)
     KVQ_FAST_CASE(e4m3x4_satfinite)
+    KVQ_FAST_CASE(e2m1_magic_away)
+    KVQ_FAST_CASE(e2m1_magic_below_7)
+    KVQ_FAST_CASE(e2m1_magic_to_4_5)
 #undef KVQ_FAST_CASE
-    static_assert(props::kFastPathCount == 21, "one KVQ_FAST_CASE line per fast path");
+    static_assert(props::kFastPathCount == 24, "one KVQ_FAST_CASE line per fast path");
   }
   return cudaErrorInvalidValue;
 }
