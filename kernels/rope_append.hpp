@@ -586,9 +586,14 @@ KVQ_HD inline void copy_span(const std::uint8_t* src, std::uint8_t* dst, int cou
 
 // Unfused (b): a K/V group (paged groups) copies its bytes from the contiguous intermediate into the
 // cache (a NeoX rope group: its two spans).
+// The group's bytes in the contiguous intermediate (a NeoX rope group: the first of its two spans).
+KVQ_HD inline const std::uint8_t* append_group_source(const RopeShape& s, const KvBuffers& contiguous,
+                                                      std::int64_t token, const RopeGroup& it) {
+  return kv_destination(s, contiguous, kv_vector(s, false, token, 0, it.head), it);
+}
 KVQ_HD inline void append_group_work(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache,
                                      std::int64_t token, std::int64_t page, std::int64_t entry, const RopeGroup& it) {
-  const std::uint8_t* src = kv_destination(s, contiguous, kv_vector(s, false, token, 0, it.head), it);
+  const std::uint8_t* src = append_group_source(s, contiguous, token, it);
   std::uint8_t* dst = kv_destination(s, cache, kv_vector(s, true, page, entry, it.head), it);
   if (!it.rope) {
     copy_span(src + it.first, dst + it.first, it.count);
@@ -601,21 +606,29 @@ KVQ_HD inline void append_group_work(const RopeShape& s, const KvBuffers& contig
   }
 }
 
+// Group k of a token's K/V groups: K rope, K nope, V in one sequence.
+KVQ_HD inline RopeGroup append_group(const RopeParts& p, int k) {
+  const int rope_end = p.k_rope.groups(), nope_end = rope_end + p.k_nope.groups();
+  return k < rope_end   ? part_group<RopePart::k, true>(p.k_rope, k)
+         : k < nope_end ? part_group<RopePart::k, false>(p.k_nope, k - rope_end)
+                        : part_group<RopePart::v, false>(p.v, k - nope_end);
+}
+
 // The K/V groups of one token (paged parts), lanes as in rope_token_work but over the three parts in
 // one sequence, so a warp's lanes are not left idle by a short part (MLA: 4 K rope + 16 K nope groups
-// in one round); padding writes nothing.
+// in one round); padding writes nothing. On the device each lane first asks L2 for its first group's
+// source bytes (they do not depend on the slot), so their DRAM read overlaps the page-table walk
+// (three dependent loads) instead of following it; no register holds them, the bytes are the same.
 KVQ_HD inline void append_token_work(const RopeShape& s, const RopeParts& p, const KvBuffers& contiguous,
                                      const KvBuffers& cache, const PageTable& t, std::int64_t token, int lane,
                                      int lanes) {
+  const int groups = p.k_rope.groups() + p.k_nope.groups() + p.v.groups();
+#if defined(__CUDA_ARCH__)
+  if (lane < groups) asm volatile("prefetch.global.L2 [%0];" ::"l"(append_group_source(s, contiguous, token, append_group(p, lane))));
+#endif
   std::int64_t page = 0, entry = 0;
   if (!token_slot(s, t, token, &page, &entry)) return;
-  const int rope_end = p.k_rope.groups(), nope_end = rope_end + p.k_nope.groups();
-  for (int k = lane; k < nope_end + p.v.groups(); k += lanes) {
-    const RopeGroup it = k < rope_end   ? part_group<RopePart::k, true>(p.k_rope, k)
-                         : k < nope_end ? part_group<RopePart::k, false>(p.k_nope, k - rope_end)
-                                        : part_group<RopePart::v, false>(p.v, k - nope_end);
-    append_group_work(s, contiguous, cache, token, page, entry, it);
-  }
+  for (int k = lane; k < groups; k += lanes) append_group_work(s, contiguous, cache, token, page, entry, append_group(p, k));
 }
 
 // GPU: device pointers, an opaque cudaStream_t; "" or the CUDA / validation error. The index arrays
