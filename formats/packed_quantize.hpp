@@ -130,12 +130,10 @@ KVQ_HD inline std::uint32_t e2m1_magic_bits_within(float q) {
 }
 
 // One candidate of the four_over_six rule: the words of q = x * y (signs: sign_nibbles) and the
-// FP32 squared error of their codes with block scale sf, the operations and order of
-// recipe_detail::two_level_squared_error. A code's sign is x's, and x - (+-v * sf) * g equals
-// +-(|x| - (v * sf) * g) exactly (round to nearest is symmetric), so magnitudes give the same square.
+// candidate's squared error in units of its scale S = sf * g, E = sum((|q| - v)^2) with FMAs
+// (v the code's E2M1 magnitude), for estimate_error.
 template <int kN, bool kSmall, bool kSix>
-KVQ_HD inline float encode_words_with_error(const float* x, float y, float sf, float g, const std::uint32_t* signs,
-                                            std::uint32_t* words) {
+KVQ_HD inline float encode_words_with_error(const float* x, float y, const std::uint32_t* signs, std::uint32_t* words) {
   constexpr std::uint32_t kMagicSum = kMagicBitsOf<Magnitude::e2m1> * 0x11111111u;
   float sum = 0.0f;
   KVQ_UNROLL
@@ -143,29 +141,72 @@ KVQ_HD inline float encode_words_with_error(const float* x, float y, float sf, f
     std::uint32_t word = signs[w] - kMagicSum;
     KVQ_UNROLL
     for (int k = 0; k < 8; ++k) {
-      const std::uint32_t magic = e2m1_magic_bits_within<kSmall, kSix>(x[8 * w + k] * y);
+      const float q = x[8 * w + k] * y;
+      const std::uint32_t magic = e2m1_magic_bits_within<kSmall, kSix>(q);
       word += magic * (1u << (4 * k));
-      const float d = fabsf(x[8 * w + k]) - (e2m1_value_of_magic(magic) * sf) * g;
-      const float square = d * d;
-      sum = sum + square;
+      const float e = fabsf(q) - e2m1_value_of_magic(magic);
+      sum = fmaf(e, e, sum);
     }
     words[w] = word;
   }
   return sum;
 }
 
+// The exact FP32 squared error of a candidate's words with block scale sf: the operations and order
+// of recipe_detail::two_level_squared_error. A code's sign is x's, and x - (+-v * sf) * g equals
+// +-(|x| - (v * sf) * g) exactly (round to nearest is symmetric), so magnitudes give the same square.
+template <int kN>
+KVQ_HD inline float squared_error_of_words(const float* x, const std::uint32_t* words, float sf, float g) {
+  float sum = 0.0f;
+  KVQ_UNROLL
+  for (int i = 0; i < kN; ++i) {
+    const float v = e2m1_value_fast(static_cast<std::uint8_t>((words[i / 8] >> (4 * (i % 8))) & 7u));
+    const float d = fabsf(x[i]) - (v * sf) * g;
+    const float square = d * d;
+    sum = sum + square;
+  }
+  return sum;
+}
+
+// A candidate's exact FP32 squared error err (two_level_squared_error) lies within `bound` of
+// `value` = E * S^2, from its scaled error E (encode_words_with_error), for blocks of
+// n <= 32 elements with |q| < 7, multiplier y = RN(RN(1/g)/sf) and S = RN(sf * g) in [2^-50, 2^50].
+// The derivation (docs/recipes.md, 4over6): |err - E S^2| <= S^2 u (72 E + 69 sqrt(n E) + n/4096),
+// u = 2^-24; sqrt(n E) <= 16 E + n/64 (AM-GM), and the bound below has twice that with FP32 slack.
+struct ErrorEstimate {
+  float value, bound;
+};
+KVQ_HD inline ErrorEstimate estimate_error(float scaled, float s, int n) {
+  const float s2 = s * s;
+  return {scaled * s2, s2 * (0x1p-24f * fmaf(scaled, 2048.0f, 2.0f * static_cast<float>(n)))};
+}
+inline constexpr float kEstimateScaleMin = 0x1p-50f, kEstimateScaleMax = 0x1p50f;
+
 // Both candidates: the /4 words where its squared error is lower, else the /6 words (ties keep /6).
+// Small blocks whose scales allow it decide on the error estimates where they differ by more than
+// their bounds (the usual case: a few instructions an element fewer than the exact errors), the
+// others on the exact FP32 errors, computed from the words (the codes are the same either way).
 template <int kN, bool kSmall>
 KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, float g, const BlockPlan& six, const BlockPlan& four,
                                               std::uint32_t* words) {
   std::uint32_t signs[kN / 8], six_words[kN / 8];
   KVQ_UNROLL
   for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles(x + 8 * w);
-  const float six_error =
-      encode_words_with_error<kN, kSmall, true>(x, six.by, e4m3_value_fast(six.scale_code), g, signs, six_words);
-  const float four_error =
-      encode_words_with_error<kN, kSmall, false>(x, four.by, e4m3_value_fast(four.scale_code), g, signs, words);
-  if (four_error < six_error) return four.scale_code;
+  const float scaled6 = encode_words_with_error<kN, kSmall, true>(x, six.by, signs, six_words);
+  const float scaled4 = encode_words_with_error<kN, kSmall, false>(x, four.by, signs, words);
+  const float sf6 = e4m3_value_fast(six.scale_code), sf4 = e4m3_value_fast(four.scale_code);
+  const float s6 = sf6 * g, s4 = sf4 * g;
+  bool four_wins = false, certain = false;
+  if (kSmall && kN <= 32 && six.by > 0.0f && four.by > 0.0f && s6 >= kEstimateScaleMin && s6 <= kEstimateScaleMax &&
+      s4 >= kEstimateScaleMin && s4 <= kEstimateScaleMax) {
+    const ErrorEstimate e6 = estimate_error(scaled6, s6, kN), e4 = estimate_error(scaled4, s4, kN);
+    // The sums below round: 2^-21 of everything covers it.
+    const float margin = e6.bound + e4.bound + 0x1p-21f * (e6.value + e4.value + e6.bound + e4.bound);
+    four_wins = e4.value + margin < e6.value;              // err4 < err6 for certain
+    certain = four_wins || e4.value >= e6.value + margin;  // or err4 >= err6 for certain
+  }
+  if (!certain) four_wins = squared_error_of_words<kN>(x, words, sf4, g) < squared_error_of_words<kN>(x, six_words, sf6, g);
+  if (four_wins) return four.scale_code;
   KVQ_UNROLL
   for (int w = 0; w < kN / 8; ++w) words[w] = six_words[w];
   return six.scale_code;

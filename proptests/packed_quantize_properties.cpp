@@ -74,25 +74,56 @@ void check_packed(const Recipe& r, const PackedCase& c) {
   for (int w = 0; w < kN / 8; ++w) RC_ASSERT(hex_code(kFP32, words[w]) == hex_code(kFP32, expected_words[w]));
 }
 
+// The 4over6 error estimate (packed_detail::estimate_error) holds its bound against the exact FP32
+// squared error of each candidate, where the packed path uses it (|q| small, S in range).
+template <int kN>
+void check_error_estimate(const Recipe& r, const PackedCase& c) {
+  float bmax = 0.0f;
+  for (const float v : c.x) {
+    RC_PRE(std::isfinite(v));  // NaN and inf blocks never reach the estimate
+    bmax = std::fabs(v) > bmax ? std::fabs(v) : bmax;
+  }
+  for (const float divisor : {6.0f, 4.0f}) {
+    const BlockPlan p = recipe_detail::two_level_plan(r, c.g, bmax, divisor);
+    const float sf = e4m3_value_fast(p.scale_code), s = sf * c.g;
+    const bool small = std::fabs(bmax * p.by) < (divisor == 6.0f ? 7.0f : 4.5f);
+    if (p.op != ElementOp::multiply || !(p.by > 0.0f) || !small || !(s >= packed_detail::kEstimateScaleMin) ||
+        !(s <= packed_detail::kEstimateScaleMax))
+      continue;
+    std::uint32_t signs[kN / 8], words[kN / 8];
+    for (int w = 0; w < kN / 8; ++w) signs[w] = packed_detail::sign_nibbles(c.x.data() + 8 * w);
+    const float scaled =
+        divisor == 6.0f ? packed_detail::encode_words_with_error<kN, true, true>(c.x.data(), p.by, signs, words)
+                        : packed_detail::encode_words_with_error<kN, true, false>(c.x.data(), p.by, signs, words);
+    std::uint8_t codes[kN];
+    recipe_detail::two_level_reference(r, c.g, c.x.data(), kN, bmax, divisor, codes);
+    const float exact = recipe_detail::two_level_squared_error(r, c.g, c.x.data(), kN, p.scale_code, codes);
+    const packed_detail::ErrorEstimate e = packed_detail::estimate_error(scaled, s, kN);
+    RC_ASSERT(std::fabs(static_cast<double>(exact) - static_cast<double>(e.value)) <= static_cast<double>(e.bound));
+  }
+}
+
+using BlockCheck = void (*)(const Recipe&, const PackedCase&);
+
+// A kernels-suite property: `check` (its block-16 or block-32 form) on gen_case blocks of recipe r
+// at block n.
+void add_block_property(const std::string& name, Recipe r, int n, BlockCheck check16, BlockCheck check32) {
+  r.block = n;
+  add_property("kernels", name, Device::cpu, [r, n, check16, check32](const RunContext& ctx) {
+    const auto cases = gen_case(r, n);
+    return check_random(ctx, [&] { (n == 16 ? check16 : check32)(r, *cases); });
+  });
+}
+
 void register_packed_quantize_properties() {
-  for (const NamedRecipe& named : kRecipes) {
-    if (named.recipe.scale == BlockScale::tensor_only || format_of(named.recipe.element).bits() != 4) continue;
-    for (const int n : {16, 32}) {
-      Recipe r = named.recipe;
-      r.block = n;
-      add_property("kernels", "packed/" + std::string(named.name) + "/block" + std::to_string(n) + "/equals-quantize-block",
-                   Device::cpu, [r, n](const RunContext& ctx) {
-                     const auto cases = gen_case(r, n);
-                     return check_random(ctx, [&] {
-                       const PackedCase c = *cases;
-                       if (n == 16) {
-                         check_packed<16>(r, c);
-                       } else {
-                         check_packed<32>(r, c);
-                       }
-                     });
-                   });
-    }
+  for (const int n : {16, 32}) {
+    const std::string block = "/block" + std::to_string(n);
+    add_block_property("packed/nvfp4-4over6" + block + "/error-estimate-within-bound",
+                       recipe_from_name("nvfp4-4over6")->recipe, n, check_error_estimate<16>, check_error_estimate<32>);
+    for (const NamedRecipe& named : kRecipes)
+      if (named.recipe.scale != BlockScale::tensor_only && format_of(named.recipe.element).bits() == 4)
+        add_block_property("packed/" + std::string(named.name) + block + "/equals-quantize-block", named.recipe, n,
+                           check_packed<16>, check_packed<32>);
   }
 }
 KVQ_REGISTER_PROPERTIES(register_packed_quantize_properties);
