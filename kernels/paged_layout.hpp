@@ -83,6 +83,29 @@ struct PagedKvLayout {
   KVQ_HD std::int64_t row(std::int64_t token, std::int64_t head) const {
     return order == KvOrder::nhd ? token * heads + head : head * block_size + token;
   }
+  // The same offsets within one block in 32-bit arithmetic, for callers that know the block's
+  // bytes fit (block_bytes() < 2^31; the paged kernels' narrow path): the block base is then one
+  // 64-bit multiply-add, the rest 32-bit (a 64-bit multiply costs several instructions).
+  KVQ_HD std::uint32_t data_within(KvSide side, std::uint32_t token, std::uint32_t head, std::uint32_t byte) const {
+    const auto r = order == KvOrder::nhd ? token * static_cast<std::uint32_t>(heads) + head
+                                         : head * static_cast<std::uint32_t>(block_size) + token;
+    return static_cast<std::uint32_t>(region(side, PagePart::data).offset) +
+           r * static_cast<std::uint32_t>(data_row_bytes()) + byte;
+  }
+  KVQ_HD std::uint32_t scale_within(KvSide side, std::uint32_t token, std::uint32_t head, std::uint32_t s) const {
+    const auto S = static_cast<std::uint32_t>(scales_per_head()), H = static_cast<std::uint32_t>(heads),
+               B = static_cast<std::uint32_t>(block_size);
+    std::uint32_t within;
+    if (!swizzled(side)) {
+      within = (order == KvOrder::nhd ? token * H + head : head * B + token) * S + s;
+    } else if (order == KvOrder::nhd) {
+      within = (token / 4) * 4 * (H * S) + 4 * (head * S + s) + token % 4;  // swizzle_index(H * S, token, head * S + s)
+    } else {
+      within = head * B * S + (token / 4) * 4 * S + 4 * s + token % 4;     // head * B * S + swizzle_index(S, token, s)
+    }
+    return static_cast<std::uint32_t>(region(side, PagePart::scales).offset) + within;
+  }
+
   // Byte `byte` (< data_row_bytes()) of the data of (token, head) in block `block`, in its buffer.
   KVQ_HD std::int64_t data_offset(KvSide side, std::int64_t block, std::int64_t token, std::int64_t head,
                                   std::int64_t byte) const {

@@ -75,10 +75,11 @@ KVQ_HD inline std::int64_t paged_store_items(const PagedStoreShape& s) {
   return 2 * s.tokens * s.layout.heads * (s.layout.head_dim / kPagedChunk);
 }
 
-// Whether item and slot indices fit 32 bits: the kernel and the twin then decompose them in
-// 32-bit arithmetic (a GPU's 64-bit division is a long software routine), with the same results.
+// Whether item and slot indices fit 32 bits, and a block's bytes 31: the kernel and the twin then
+// decompose them, and compute offsets within a block, in 32-bit arithmetic (a GPU's 64-bit
+// division is a long software routine, a 64-bit multiply several instructions), with the same results.
 KVQ_HD inline bool paged_store_narrow(const PagedStoreShape& s) {
-  return paged_store_items(s) <= 0xffffffffll && s.layout.slots() <= 0xffffffffll;
+  return paged_store_items(s) <= 0xffffffffll && s.layout.slots() <= 0xffffffffll && s.layout.block_bytes() < (1ll << 31);
 }
 
 // The divisors of the item and slot decomposition, computed once per launch for the 32-bit
@@ -162,9 +163,15 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const R
   }
   std::uint32_t words[kPagedChunk / 8];
   const std::uint8_t scale = quantize_nvfp4_chunk<kPacked>(recipe, g, values, words);
-  io::store_words(a.key_cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk / 2), words,
-                  kPagedChunk / 8);
-  a.key_cache[L.scale_offset(side, block, offset, head, chunk)] = scale;
+  if constexpr (sizeof(Index) == 4) {  // paged_store_narrow: a block's bytes fit 31 bits
+    std::uint8_t* base = a.key_cache + static_cast<std::int64_t>(block) * L.block_bytes();
+    io::store_words(base + L.data_within(side, offset, head, chunk * (kPagedChunk / 2)), words, kPagedChunk / 8);
+    base[L.scale_within(side, offset, head, chunk)] = scale;
+  } else {
+    io::store_words(a.key_cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk / 2), words,
+                    kPagedChunk / 8);
+    a.key_cache[L.scale_offset(side, block, offset, head, chunk)] = scale;
+  }
 }
 
 // The same with s.recipe, and with the dividers computed here (host: tests; the twin and the
