@@ -75,11 +75,14 @@ KVQ_HD inline std::int64_t paged_store_items(const PagedStoreShape& s) {
   return 2 * s.tokens * s.layout.heads * (s.layout.head_dim / kPagedChunk);
 }
 
-// Whether item and slot indices fit 32 bits, and a block's bytes 31: the kernel and the twin then
-// decompose them, and compute offsets within a block, in 32-bit arithmetic (a GPU's 64-bit
+// Whether item and slot indices fit 32 bits, and a block's bytes, a token's elements and the token
+// strides 31: the kernel and the twin then decompose them, and compute offsets within a block and
+// a token, in 32-bit arithmetic (a GPU's 64-bit
 // division is a long software routine, a 64-bit multiply several instructions), with the same results.
 KVQ_HD inline bool paged_store_narrow(const PagedStoreShape& s) {
-  return paged_store_items(s) <= 0xffffffffll && s.layout.slots() <= 0xffffffffll && s.layout.block_bytes() < (1ll << 31);
+  constexpr std::int64_t k31 = std::int64_t{1} << 31;
+  return paged_store_items(s) <= 0xffffffffll && s.layout.slots() <= 0xffffffffll && s.layout.block_bytes() < k31 &&
+         s.layout.heads * s.layout.head_dim < k31 && token_stride(s, KvSide::k) < k31 && token_stride(s, KvSide::v) < k31;
 }
 
 // The divisors of the item and slot decomposition, computed once per launch for the 32-bit
@@ -141,9 +144,14 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const R
   // (a padding token's values are read and dropped).
   float values[kPagedChunk];
   const bool is_k = side == KvSide::k;
-  io::load_values(s.input, is_k ? a.key : a.value,
-                  token * token_stride(s, side) + head * L.head_dim + std::int64_t{chunk} * kPagedChunk, kPagedChunk,
-                  values);
+  std::int64_t first;  // the chunk's first input element
+  if constexpr (sizeof(Index) == 4) {  // narrow: a 32 x 32 -> 64-bit product and a 32-bit offset
+    first = static_cast<std::int64_t>(std::uint64_t{token} * static_cast<std::uint32_t>(token_stride(s, side)) +
+                                      (head * static_cast<std::uint32_t>(L.head_dim) + chunk * kPagedChunk));
+  } else {
+    first = token * token_stride(s, side) + head * L.head_dim + std::int64_t{chunk} * kPagedChunk;
+  }
+  io::load_values(s.input, is_k ? a.key : a.value, first, kPagedChunk, values);
   if (slot < 0 || slot >= L.slots()) return;
   Index block, offset;
   if constexpr (sizeof(Index) == 4) {
