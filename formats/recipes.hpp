@@ -333,8 +333,10 @@ KVQ_HD inline BlockPlan two_level_rcp_plan(const Recipe& r, float g, float bmax)
 // The plan of a block with max |x| = bmax (NaN ignored) and any_nan = some element is NaN, for
 // every rule but four_over_six: the scale code quantize_block stores and what it does to the
 // elements, for code that encodes elements its own way (formats/packed_quantize.hpp). Its rules
-// are quantize_block's, held equal by the kernels' properties (the packed path is checked against
-// the oracle block by block).
+// are quantize_block's, held equal by the kernels' properties (packed/*: block by block against
+// quantize_block). The two-level rules are written twice on purpose: quantize_block built on these
+// plans (tried in sessions 4 and 5) put the 8-bit kernels' arrays in local memory, and raised the
+// nvfp4-4over6 kernel from 72 to 96 registers through its fallback path.
 KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool any_nan) {
   switch (r.scale) {
     case BlockScale::e4m3_two_level:

@@ -220,8 +220,14 @@ std::string quantize(const QuantizeShape& s, DType input, const void* x, float g
   if (work == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   return status(dispatch(s, input, [&]<int C, DType T>() {
-    quantize_kernel<C, T><<<grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales);
-    return cudaGetLastError();
+    // The E4M3 tile of 128 is lane-split (above): no per-block kernel for it is built.
+    if constexpr (C != kGeneric && kFixed[C].element == FormatId::e4m3fn && kFixed[C].scale == BlockScale::e8m0_pow2 &&
+                  kFixed[C].block == 128) {
+      return cudaErrorInvalidValue;
+    } else {
+      quantize_kernel<C, T><<<grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales);
+      return cudaGetLastError();
+    }
   }));
 }
 
