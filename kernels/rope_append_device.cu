@@ -1,4 +1,5 @@
-// Fused RoPE + FP8 quantize + paged append, and the unfused pair: one warp per token (grid-stride),
+// Fused RoPE + FP8 quantize + paged append, and the unfused pair: two warps per token (grid-stride; the
+// append alone: a warp per chunk of tokens, see append_kernel),
 // its lanes taking the token's work groups in turn (rope: 8 pairs; nope / V: 32 elements); the
 // per-token and per-group code is kernels/rope_append.hpp, the same the CPU twins run. Input type,
 // RoPE style, paged or contiguous output and whole groups (rope_groups_whole) are template constants.
