@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "formats/recipes.hpp"
 
@@ -31,6 +32,54 @@ KVQ_HD inline float divide_by_reciprocal(float x, float d, float y) {
 }
 inline constexpr float kDivideByReciprocalMin = 0x1p-64f, kDivideByReciprocalMax = 0x1p64f;
 
+// The reference two-level rule (recipe_detail::two_level_plan) divides three times a block:
+// (bmax / divisor) / g for the scale, and (1/g) / sf for a multiplier. Each quotient here comes
+// from divide_by_reciprocal instead, with the divisor's reciprocal known ahead: RN(1/6) a
+// constant, RN(1/g) once for all blocks of a g, RN(1/sf) from a table of the 128 E4M3 codes.
+// Every operand and quotient then stays far inside FP32's normal range (g and bmax within
+// [kLeanScaleMin, kLeanScaleMax], sf in [2^-9, 448]), where the quotients are the IEEE ones:
+// the fast-paths/scale-quotient-* sweeps check them over all 2^32 dividends.
+inline constexpr float kLeanScaleMin = 0x1p-40f, kLeanScaleMax = 0x1p40f;
+
+// An E4M3 scale code's value and RN(1/value): 0 for code 0; for the NaN code NaN and 0. From
+// integer arithmetic (subnormal m * 2^-9, normal (8 + m) * 2^(e - 10), every step exact) so that
+// the table below is a compile-time constant on the host and in CUDA __constant__ memory alike.
+struct E4m3Reciprocal {
+  float value = 0.0f, reciprocal = 0.0f;
+};
+inline constexpr int kE4m3Codes = 128;  // the non-negative codes, the only ones a scale takes
+KVQ_HD constexpr E4m3Reciprocal e4m3_reciprocal(int code) {
+  const int e = (code >> 3) & 15, m = code & 7;
+  if (e == 15 && m == 7) return {std::numeric_limits<float>::quiet_NaN(), 0.0f};
+  float v = static_cast<float>(e == 0 ? m : 8 + m) * 0x1p-9f;  // e = 0 and 1 share the scale 2^-9
+  for (int k = 1; k < e; ++k) v *= 2.0f;
+  return {v, v > 0.0f ? 1.0f / v : 0.0f};
+}
+struct E4m3Table {
+  E4m3Reciprocal entry[kE4m3Codes];
+};
+KVQ_HD constexpr E4m3Table e4m3_table() {
+  E4m3Table t{};
+  for (int c = 0; c < kE4m3Codes; ++c) t.entry[c] = e4m3_reciprocal(c);
+  return t;
+}
+#if !defined(__CUDA_ARCH__)
+inline constexpr E4m3Table kE4m3Table = e4m3_table();  // the kernels keep a __constant__ copy (kernels/)
+#endif
+
+// g and what the reference two-level rule derives from g alone, computed once for many blocks.
+struct GlobalTerms {
+  float g = 0.0f, rg = 0.0f;              // rg = 1/g, IEEE
+  const E4m3Reciprocal* table = nullptr;  // e4m3_table()'s entries; null: the plans divide
+  bool lean = false;                      // a table, and g within [kLeanScaleMin, kLeanScaleMax] (so is rg)
+};
+// With the table (not null) and rg = 1/g, computed once for many g (the paged store's K and V).
+KVQ_HD inline GlobalTerms global_terms(float g, float rg, const E4m3Reciprocal* table) {
+  return {g, rg, table, g >= kLeanScaleMin && g <= kLeanScaleMax};
+}
+KVQ_HD inline GlobalTerms global_terms(float g, const E4m3Reciprocal* table) { return global_terms(g, 1.0f / g, table); }
+KVQ_HD inline GlobalTerms global_terms(float g) { return {g, 1.0f / g, nullptr, false}; }
+
 namespace packed_detail {
 
 // max(m, a) with NaN propagating (PTX max.NaN.f32): one pass over a block tells a finite block
@@ -42,16 +91,6 @@ KVQ_HD inline float max_nan(float m, float a) {
   return r;
 #else
   return (m != m || a != a) ? float_from_bits(0x7fffffffu) : (a > m ? a : m);
-#endif
-}
-
-// The sign bit of x as 0 or 1. On the device the high word of bits * 2, an IMAD.HI on the FMA pipe
-// (a shift would take the integer pipe, which the minimums already load).
-KVQ_HD inline std::uint32_t sign_bit(float x) {
-#if defined(__CUDA_ARCH__)
-  return __umulhi(bits_of(x), 2u);
-#else
-  return bits_of(x) >> 31;
 #endif
 }
 
@@ -68,12 +107,38 @@ KVQ_HD inline std::uint32_t magic_bits(float q) {
   return bits_of(e2m1_magnitude_magic(fabsf(q)));
 }
 
-// The sign nibbles of eight elements x[k] (8 in nibble k where x is negative), multiply-adds only.
+// PTX prmt.b32 in its default mode: byte k of the result is byte (s >> 4k) & 7 of the pair
+// (a: bytes 0-3, b: bytes 4-7), or, where (s >> 4k) & 8, that byte's top bit in all eight bits.
+// One instruction on the device (__byte_perm has no sign mode).
+KVQ_HD inline std::uint32_t byte_permute(std::uint32_t a, std::uint32_t b, std::uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+  return r;
+#else
+  const std::uint64_t pair = (std::uint64_t{b} << 32) | a;
+  std::uint32_t r = 0;
+  for (int k = 0; k < 4; ++k) {
+    const std::uint32_t select = (s >> (4 * k)) & 0xFu;
+    std::uint32_t byte = static_cast<std::uint32_t>(pair >> (8 * (select & 7u))) & 0xFFu;
+    if (select & 8u) byte = (byte & 0x80u) ? 0xFFu : 0u;
+    r |= byte << (8 * k);
+  }
+  return r;
+#endif
+}
+
+// The sign nibbles of eight elements x[k] (8 in nibble k where x is negative): eight instructions.
+// A sign is the top bit of byte 3; byte_permute copies it into a whole byte (S_k, 0 or 0xFF),
+// gathering the even elements' [S0, S2, S4, S6] and the odd ones' [S1, S3, S5, S7] (three each),
+// and byte j of the word takes bit 3 from S_2j and bit 7 from S_2j+1.
 KVQ_HD inline std::uint32_t sign_nibbles(const float* x) {
-  std::uint32_t word = 0;
-  KVQ_UNROLL
-  for (int k = 0; k < 8; ++k) word += sign_bit(x[k]) * (8u << (4 * k));
-  return word;
+  constexpr std::uint32_t kSigns = 0xFBFBu, kHalves = 0x7610u;  // [S_a, S_b, S_a, S_b]; [lo.0, lo.1, hi.2, hi.3]
+  const std::uint32_t even = byte_permute(byte_permute(bits_of(x[0]), bits_of(x[2]), kSigns),
+                                          byte_permute(bits_of(x[4]), bits_of(x[6]), kSigns), kHalves);
+  const std::uint32_t odd = byte_permute(byte_permute(bits_of(x[1]), bits_of(x[3]), kSigns),
+                                         byte_permute(bits_of(x[5]), bits_of(x[7]), kSigns), kHalves);
+  return (even & 0x08080808u) | (odd & 0x80808080u);
 }
 
 // Eight scaled elements q (their signs from the unscaled x: a scale is positive, and x * 0 keeps
@@ -111,14 +176,13 @@ KVQ_HD inline void encode_words(Magnitude m, const float* x, float d, float y, s
   }
 }
 
-// The E2M1 value of a magnitude code from its magic's bits (e2m1_magnitude_magic): a code k >= 2
-// is the FP32 with exponent k/2 - 1 and mantissa bit k & 1, bits (k + 252) << 22, one integer
-// multiply-add of the magic's bits (0x4b000000 << 22 wraps to 0); k = 0 and 1 come out 0.5 and
-// 0.75 that way, and min(v, 2v - 1) makes them 0 and 0.5 while keeping every v >= 1.
-KVQ_HD inline float e2m1_value_of_magic(std::uint32_t bits) {
-  const float v = float_from_bits(bits * (1u << 22) + 0x3f000000u);
-  return fminf(v, fmaf(v, 2.0f, -1.0f));
-}
+// The E2M1 magnitude of a code k times 2^-126, from its magic's bits (e2m1_magnitude_magic): the
+// FP32 with bits k << 22 (one integer multiply; 0x4b000000 << 22 wraps to 0). E2M1 has FP32's
+// pattern at the bottom of its range with one mantissa bit: k = 0 is 0, k = 1 the subnormal 2^-127,
+// and k >= 2 is 2^((k >> 1) - 127) * (1 + (k & 1) / 2), each exactly the code's value times 2^-126.
+// Times 2^126 (kTinyToE2m1) in an FMA it is exact again: the builds keep subnormals (no ftz).
+KVQ_HD inline float e2m1_tiny_of_magic(std::uint32_t bits) { return float_from_bits(bits * (1u << 22)); }
+inline constexpr float kTinyToE2m1 = 0x1p126f;
 
 // The E2M1 magnitude magic of |q| from the pieces its range needs (formats/fast_paths.hpp):
 // kSmall = |q| < 7 for /6 and |q| <= 4.5 for /4 (a block-uniform test), else every piece.
@@ -144,7 +208,7 @@ KVQ_HD inline float encode_words_with_error(const float* x, float y, const std::
       const float q = x[8 * w + k] * y;
       const std::uint32_t magic = e2m1_magic_bits_within<kSmall, kSix>(q);
       word += magic * (1u << (4 * k));
-      const float e = fabsf(q) - e2m1_value_of_magic(magic);
+      const float e = fmaf(e2m1_tiny_of_magic(magic), -kTinyToE2m1, fabsf(q));  // |q| - v, rounded once
       sum = fmaf(e, e, sum);
     }
     words[w] = word;
@@ -221,15 +285,50 @@ KVQ_HD inline bool packable(const BlockPlan& p) {
          (p.op == ElementOp::divide && p.by >= kDivideByReciprocalMin && p.by <= kDivideByReciprocalMax);
 }
 
+// Whether two_level_plan_lean gives a block with max |x| = bmax its plan: a lean g, and bmax 0
+// or within [kLeanScaleMin, kLeanScaleMax].
+KVQ_HD inline bool lean_block(const GlobalTerms& t, float bmax) {
+  return t.lean && bmax <= kLeanScaleMax && (bmax >= kLeanScaleMin || bmax == 0.0f);
+}
+
+// recipe_detail::two_level_plan(r, g, bmax, divisor) for a lean_block, divisor 4 or a constant
+// RN(1/divisor) folds: the same plan, its quotients by reciprocal (see kLeanScaleMin).
+KVQ_HD inline BlockPlan two_level_plan_lean(const Recipe& r, const GlobalTerms& t, float bmax, float divisor) {
+  const float scaled = divisor == 4.0f ? bmax * 0.25f : divide_by_reciprocal(bmax, divisor, 1.0f / divisor);
+  float s = divide_by_reciprocal(scaled, t.g, t.rg);
+  if (r.clamp_block_scale) s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
+  const bool zero_block =
+      r.zero_guard != ZeroGuard::rounded_scale && r.zero_guard != ZeroGuard::none && bmax == 0.0f;
+  const std::uint8_t sf8 = zero_block ? std::uint8_t{0} : e4m3_satfinite_fast(s);
+  const E4m3Reciprocal e = t.table[sf8 & 0x7f];  // lean: there is a table
+  const float sf = e.value;
+  const float denominator = sf * t.g;
+  const bool zero = zero_block || (r.zero_guard == ZeroGuard::rounded_scale && sf == 0.0f) ||
+                    (r.zero_guard == ZeroGuard::block_and_scale && denominator == 0.0f);
+  if (zero) return {sf8, ElementOp::multiply, 0.0f};
+  if (r.apply == Apply::divide) return {sf8, ElementOp::divide, denominator};
+  return {sf8, ElementOp::multiply, sf > 0.0f ? divide_by_reciprocal(t.rg, sf, e.reciprocal) : t.rg / sf};
+}
+
+// The plan of a finite block, lean where it can be (the reference and four_over_six rules' /6).
+KVQ_HD inline BlockPlan plan_of(const Recipe& r, const GlobalTerms& t, float bmax, float divisor) {
+  const bool reference_rule = r.scale == BlockScale::e4m3_two_level &&
+                              (r.two_level == TwoLevel::reference || r.two_level == TwoLevel::four_over_six);
+  if (reference_rule && lean_block(t, bmax)) return two_level_plan_lean(r, t, bmax, divisor);
+  if (reference_rule) return recipe_detail::two_level_plan(r, t.g, bmax, divisor);
+  return plan_block(r, t.g, bmax, false);
+}
+
 // four_over_six (recipe_detail::quantize_two_level) on a finite block with max |x| = bmax, for
 // E2M1 half-to-even elements when both candidates multiply (else false: the caller runs quantize_block): the /4 candidate's
 // words and scale where its squared error is lower, else the /6 candidate's (ties keep /6).
 template <int kN>
-KVQ_HD inline bool four_over_six_words(const Recipe& r, float g, const float* x, float bmax, std::uint32_t* words,
-                                       std::uint8_t* scale) {
+KVQ_HD inline bool four_over_six_words(const Recipe& r, const GlobalTerms& t, const float* x, float bmax,
+                                       std::uint32_t* words, std::uint8_t* scale) {
   if (r.element != FormatId::e2m1 || r.element_rounding != Rounding::nearest_even) return false;
-  const BlockPlan six = recipe_detail::two_level_plan(r, g, bmax, element_max(r));
-  const BlockPlan four = recipe_detail::two_level_plan(r, g, bmax, 4.0f);  // E2M1
+  const float g = t.g;
+  const BlockPlan six = plan_of(r, t, bmax, element_max(r));
+  const BlockPlan four = plan_of(r, t, bmax, 4.0f);  // E2M1
   if (six.op != ElementOp::multiply || four.op != ElementOp::multiply || !packable(six) || !packable(four)) return false;
   if (six.scale_code == four.scale_code) {  // the same scale: the same codes and errors, and ties keep /6
     encode_words<kN, false, Magnitude::e2m1>(x, six.by, six.by, words);
@@ -267,9 +366,13 @@ KVQ_HD inline void pack_codes(const std::uint8_t* codes, int n, std::uint32_t* w
 // One block of kN values (a multiple of 8) of a 4-bit recipe: kN / 8 words (their little-endian
 // bytes are the packed pairs, element 2i in the low nibble) and the scale code, always equal to
 // quantize_block's codes packed.
+// t: global_terms(g, table), which kernels compute once for all their blocks (the table in shared
+// memory); without a table the two-level plans divide (the same results).
 template <int kN>
-KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, float g, const float* x, std::uint32_t* words) {
+KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, const GlobalTerms& t, const float* x,
+                                                 std::uint32_t* words) {
   static_assert(kN % 8 == 0 && kN <= kMaxRecipeBlock, "whole words");
+  const float g = t.g;
   if (has_packed_fast_form(r)) {
     float m = 0.0f;
     KVQ_UNROLL
@@ -277,9 +380,9 @@ KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, float g, const
     if (m <= 3.4028235e38f) {  // finite: m is the block max, and no element is NaN
       if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six) {
         std::uint8_t scale = 0;
-        if (packed_detail::four_over_six_words<kN>(r, g, x, m, words, &scale)) return scale;
+        if (packed_detail::four_over_six_words<kN>(r, t, x, m, words, &scale)) return scale;
       } else {
-        const BlockPlan p = plan_block(r, g, m, false);
+        const BlockPlan p = packed_detail::plan_of(r, t, m, element_max(r));
         if (packed_detail::packable(p)) {
           using packed_detail::Magnitude;
           const Magnitude magnitude = r.element == FormatId::int4 ? Magnitude::int4
@@ -299,6 +402,11 @@ KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, float g, const
   const std::uint8_t scale = quantize_block(r, g, x, kN, codes);
   pack_codes(codes, kN, words);
   return scale;
+}
+
+template <int kN>
+KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, float g, const float* x, std::uint32_t* words) {
+  return quantize_block_packed<kN>(r, global_terms(g), x, words);
 }
 
 }  // namespace kvq

@@ -98,18 +98,30 @@ inline PagedDividers paged_dividers(const PagedStoreShape& s) {
           FastDivide32(static_cast<std::uint32_t>(s.layout.block_size))};
 }
 
+// What the NVFP4 chunks take beside the global scales (formats/packed_quantize.hpp: GlobalTerms):
+// the E4M3 table (not null), and the per-tensor scales' reciprocals 1/k[0], 1/v[0], computed once
+// a call (with per-head scales a chunk computes its own).
+struct PagedTerms {
+  float k_reciprocal = 0.0f, v_reciprocal = 0.0f;
+  const E4m3Reciprocal* table = nullptr;
+};
+KVQ_HD inline PagedTerms paged_terms(const PagedScales& scales, const E4m3Reciprocal* table) {
+  return {1.0f / scales.k[0], 1.0f / scales.v[0], table};
+}
+
 // One NVFP4 chunk to two words of packed codes (element 8w + k in bits 4k..4k+3 of word w) and
 // its scale code. kPacked: quantize_block_packed (formats/packed_quantize.hpp: FMA rounding, IMAD
 // packing, quantize_block itself for NaN/inf blocks), else quantize_block's codes packed: the
 // same bytes for every input. The generic kernel (runtime recipe) keeps quantize_block: with a
 // runtime recipe the packed path would add a second copy of every recipe's code.
 template <bool kPacked>
-KVQ_HD KVQ_PAGED_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, float g, const float* x, std::uint32_t* words) {
+KVQ_HD KVQ_PAGED_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, const GlobalTerms& t, const float* x,
+                                                        std::uint32_t* words) {
   if constexpr (kPacked) {
-    return quantize_block_packed<kPagedChunk>(r, g, x, words);
+    return quantize_block_packed<kPagedChunk>(r, t, x, words);
   } else {
     std::uint8_t codes[kPagedChunk];
-    const std::uint8_t scale = quantize_block(r, g, x, kPagedChunk, codes);
+    const std::uint8_t scale = quantize_block(r, t.g, x, kPagedChunk, codes);
     pack_codes(codes, kPagedChunk, words);
     return scale;
   }
@@ -118,14 +130,15 @@ KVQ_HD KVQ_PAGED_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, float
 // Item -> (side, token, head, chunk), chunk fastest: neighbouring items write neighbouring bytes.
 // One chunk: 16 values loaded, quantized (FP8: quantize_block, formats/recipes.hpp; NVFP4:
 // quantize_nvfp4_chunk<kPacked>), the codes and the NVFP4 block scale stored at the layout's
-// offsets. A padding or out-of-range slot writes nothing. Index: std::uint32_t where
+// offsets. A padding or out-of-range slot writes nothing.
+// Index: std::uint32_t where
 // paged_store_narrow (the divisions by the dividers, which paged_dividers(s) must give), else
 // std::int64_t (plain 64-bit division; d unused). recipe: s.recipe, or an equal constant (the
 // fixed kernels pass one in __constant__ memory, which nvcc folds into the code).
 template <typename Index, bool kPacked = true>
 KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const Recipe& recipe,
                                                const PagedScales& scales, const PagedStoreArgs& a, Index item,
-                                               const PagedDividers& d) {
+                                               const PagedDividers& d, const PagedTerms& terms) {
   const PagedKvLayout& L = s.layout;
   const auto tokens = static_cast<Index>(s.tokens);
   Index chunk, row, head, token_row;
@@ -170,7 +183,9 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const R
     return;
   }
   std::uint32_t words[kPagedChunk / 8];
-  const std::uint8_t scale = quantize_nvfp4_chunk<kPacked>(recipe, g, values, words);
+  const float rg = s.per_head_scales ? 1.0f / g : (is_k ? terms.k_reciprocal : terms.v_reciprocal);
+  const GlobalTerms t = global_terms(g, rg, terms.table);
+  const std::uint8_t scale = quantize_nvfp4_chunk<kPacked>(recipe, t, values, words);
   if constexpr (sizeof(Index) == 4) {  // paged_store_narrow: a block's bytes fit 31 bits
     std::uint8_t* base = a.key_cache + static_cast<std::int64_t>(block) * L.block_bytes();
     io::store_words(base + L.data_within(side, offset, head, chunk * (kPagedChunk / 2)), words, kPagedChunk / 8);
@@ -182,16 +197,11 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const R
   }
 }
 
-// The same with s.recipe, and with the dividers computed here (host: tests; the twin and the
-// kernel compute them once).
-template <typename Index, bool kPacked = true>
-KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales,
-                                               const PagedStoreArgs& a, Index item, const PagedDividers& d) {
-  paged_store_chunk<Index, kPacked>(s, s.recipe, scales, a, item, d);
-}
+// The same with s.recipe, and with the dividers and terms computed here (host: tests; the twin
+// and the kernel compute them once).
 template <typename Index, bool kPacked = true>
 inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, Index item) {
-  paged_store_chunk<Index, kPacked>(s, scales, a, item, paged_dividers(s));
+  paged_store_chunk<Index, kPacked>(s, s.recipe, scales, a, item, paged_dividers(s), paged_terms(scales, kE4m3Table.entry));
 }
 
 // GPU: device pointers for args, host values for scales, an opaque cudaStream_t. With

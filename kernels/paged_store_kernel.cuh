@@ -16,6 +16,7 @@
 
 #include <cstdint>
 
+#include "kernels/e4m3_table.cuh"
 #include "kernels/paged_store.hpp"
 
 namespace kvq::kernels::paged_kernel {
@@ -88,17 +89,35 @@ template <int C, PagedFormat F, DType T, typename Index>
 __global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d) {
   const PagedStoreShape s = specialise<F, T>(shape);
   const std::int64_t items = paged_store_items(s);
+  // NVFP4: the E4M3 table once a thread block, and the scales' reciprocals, which go through
+  // shared memory: computed in registers, nvcc recomputed 1/g for every chunk (the chunk's own
+  // 1/g is the same number where the scales are per tensor).
+  PagedTerms terms{};
+  if constexpr (F == PagedFormat::nvfp4) {
+    __shared__ E4m3Reciprocal shared_table[kE4m3Codes];
+    __shared__ float shared_reciprocals[2];
+    if (threadIdx.x == 0) {
+      const PagedTerms once = paged_terms(scales, nullptr);
+      shared_reciprocals[0] = once.k_reciprocal;
+      shared_reciprocals[1] = once.v_reciprocal;
+    }
+    terms = {0.0f, 0.0f, shared_e4m3_table(shared_table)};  // its barrier publishes the reciprocals too
+    terms.k_reciprocal = shared_reciprocals[0];
+    terms.v_reciprocal = shared_reciprocals[1];
+  }
   for (std::int64_t item = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; item < items;
        item += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     if constexpr (C == kGeneric) {
-      paged_store_chunk<Index, false>(s, s.recipe, scales, args, static_cast<Index>(item), d);
+      paged_store_chunk<Index, false>(s, s.recipe, scales, args, static_cast<Index>(item), d, terms);
     } else {
-      paged_store_chunk<Index, F == PagedFormat::nvfp4>(s, kFixedRecipe<C>, scales, args, static_cast<Index>(item), d);
+      paged_store_chunk<Index, F == PagedFormat::nvfp4>(s, kFixedRecipe<C>, scales, args, static_cast<Index>(item), d,
+                                                          terms);
     }
   }
 }
 
 constexpr int kThreads = 128;
+static_assert(kThreads >= kE4m3Codes, "a thread a table entry (kernels/e4m3_table.cuh)");
 
 // Launches configuration C (kGeneric: the runtime recipe) of layout F for input T with index
 // type Index. The fixed NVFP4 instantiations are explicit instantiations in their own units.

@@ -271,9 +271,11 @@ KVQ_HD inline void store_words(std::uint8_t* dst, const std::uint32_t* words, in
 // per-block work of both the CPU twin and the kernel; kN > 0 fixes the block size at compile time,
 // and then 4-bit blocks run quantize_block_packed (formats/packed_quantize.hpp: the same codes).
 // kMayPack = false: the caller knows the elements are 8-bit (keeps the packed path out of the code).
+// t: global_terms(g, table), computed once for all blocks (the kernels: the table in shared memory).
 template <int kN = 0, bool kMayPack = true>
-KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
-                                      std::uint8_t* scales, std::int64_t row, std::int64_t b) {
+KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const void* x, const GlobalTerms& t,
+                                      std::uint8_t* codes, std::uint8_t* scales, std::int64_t row, std::int64_t b) {
+  const float g = t.g;
   constexpr int kCap = kN > 0 ? kN : kMaxBlock;
   const int n = kN > 0 ? kN : s.block();
   float values[kCap];
@@ -284,7 +286,7 @@ KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const
   if constexpr (kMayPack && kN > 0 && kN % 8 == 0) {
     if (packed) {
       std::uint32_t words[kN / 8];
-      scale = quantize_block_packed<kN>(s.recipe, g, values, words);
+      scale = quantize_block_packed<kN>(s.recipe, t, values, words);
       io::store_words(code_dst, words, kN / 8);
       if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
       return;

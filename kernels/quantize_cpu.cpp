@@ -30,15 +30,16 @@ std::string quantize_cpu(const QuantizeShape& s, DType input, const void* x, flo
                          std::uint8_t* scales) {
   if (auto e = validate(s); !e.empty()) return e;
   if (lane_split(s)) return quantize_lanes_cpu(s, input, x, g, codes, scales);  // as device::quantize
+  const GlobalTerms t = global_terms(g, kE4m3Table.entry);  // as the kernels: g's terms once
   for (std::int64_t row = 0; row < s.rows; ++row)
     for (std::int64_t b = 0; b < s.cols / s.block(); ++b) {
       // The kernels' fixed block sizes run the fixed-size code (quantize_block_packed for 4-bit).
       if (s.block() == 16) {
-        quantize_one_block<16>(s, input, x, g, codes, scales, row, b);
+        quantize_one_block<16>(s, input, x, t, codes, scales, row, b);
       } else if (s.block() == 32) {
-        quantize_one_block<32>(s, input, x, g, codes, scales, row, b);
+        quantize_one_block<32>(s, input, x, t, codes, scales, row, b);
       } else {
-        quantize_one_block(s, input, x, g, codes, scales, row, b);
+        quantize_one_block(s, input, x, t, codes, scales, row, b);
       }
     }
   return {};

@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/device_launch.cuh"
+#include "kernels/e4m3_table.cuh"
 #include "kernels/lane_quantize.hpp"
 #include "kernels/quantize.hpp"
 
@@ -18,6 +19,12 @@ struct Config {
   TwoLevel two_level = TwoLevel::reference;  // E4M3 two-level scales: one instantiation per style,
                                              // so no kernel carries the registers of another style
   Rounding rounding = Rounding::nearest_even;  // the elements' rounding, a constant in the kernel
+  // E4M3 two-level configurations may also fix how the elements are scaled, the zero guard and
+  // the block-scale clamp (else runtime fields), so the kernel carries one rule's code only.
+  bool pinned = false;
+  Apply apply = Apply::divide;
+  ZeroGuard guard = ZeroGuard::block_and_scale;
+  bool clamp = false;
 };
 // The fixed configurations; kernels take an index into this table (nvcc's launch stubs need
 // integral template arguments), kGeneric for the runtime-shaped instantiation.
@@ -30,7 +37,8 @@ constexpr Config kFixed[] = {
     {FormatId::int4, BlockScale::e8m0_pow2, 32},      {FormatId::int4, BlockScale::e4m3_two_level, 16},
     {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::rcp_decode},
     {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::rcp_encode},
-    {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::four_over_six},
+    {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::four_over_six, Rounding::nearest_even, true,
+     Apply::multiply_reciprocal, ZeroGuard::block_and_scale, false},  // nvfp4-4over6
     {FormatId::e2m1, BlockScale::e8m0_pow2, 16, TwoLevel::reference, Rounding::nearest_away},  // blockfp4-e8m0-ceil
 };
 template <int C>
@@ -49,18 +57,35 @@ __device__ inline QuantizeShape specialise(QuantizeShape s) {
     s.recipe.element_input_bf16 = false;  // the port-variant fields at their defaults, as constants
     s.recipe.e8m0_bias = 127;             // (dispatch sends other values to the generic kernel)
     if (kFixed[C].scale != BlockScale::tensor_only) s.recipe.block = kFixed[C].block;
+    if (kFixed[C].pinned) {
+      s.recipe.apply = kFixed[C].apply;
+      s.recipe.zero_guard = kFixed[C].guard;
+      s.recipe.clamp_block_scale = kFixed[C].clamp;
+    }
   }
   return s;
 }
 
+// Whether configuration C may run the reference two-level rule (or four_over_six), whose lean plans
+// read the E4M3 table (formats/packed_quantize.hpp: two_level_plan_lean).
+template <int C>
+constexpr bool kTableOf = C == kGeneric || (kFixed[C].scale == BlockScale::e4m3_two_level &&
+                                            (kFixed[C].two_level == TwoLevel::reference ||
+                                             kFixed[C].two_level == TwoLevel::four_over_six));
+
 template <int C, DType T>
 __global__ void quantize_kernel(QuantizeShape shape, const void* x, float g, std::uint8_t* codes, std::uint8_t* scales) {
   const QuantizeShape s = specialise<C>(shape);
+  GlobalTerms t = global_terms(g);  // g's terms once a thread, the E4M3 table once a thread block
+  if constexpr (kTableOf<C>) {
+    __shared__ E4m3Reciprocal shared_table[kE4m3Codes];
+    t = global_terms(g, shared_e4m3_table(shared_table));
+  }
   const std::int64_t blocks_per_row = s.cols / s.block();
   const std::int64_t total = s.rows * blocks_per_row;
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    quantize_one_block<kBlockOf<C>, kMayPackOf<C>>(s, T, x, g, codes, scales, 0, k);  // dense rows: block k of row 0
+    quantize_one_block<kBlockOf<C>, kMayPackOf<C>>(s, T, x, t, codes, scales, 0, k);  // dense rows: block k of row 0
 }
 
 // Fixed shapes: a thread per span of kDequantizeSpan elements (every fixed block is a multiple),
@@ -182,7 +207,8 @@ cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
   const auto matches = [&](const Config& c) {
     return c.element == s.recipe.element && c.scale == s.recipe.scale && c.block == s.block() &&
            c.rounding == s.recipe.element_rounding && !s.recipe.element_input_bf16 && s.recipe.e8m0_bias == 127 &&
-           (c.scale != BlockScale::e4m3_two_level || c.two_level == s.recipe.two_level);
+           (c.scale != BlockScale::e4m3_two_level || c.two_level == s.recipe.two_level) &&
+           (!c.pinned || (c.apply == s.recipe.apply && c.guard == s.recipe.zero_guard && c.clamp == s.recipe.clamp_block_scale));
   };
 #define KVQ_FIXED(i) \
   if (matches(kFixed[i])) return with_type.template operator()<i>();
@@ -197,6 +223,7 @@ using launch::grid_for;
 using launch::status;
 
 constexpr int kThreads = 128;
+static_assert(kThreads >= kE4m3Codes, "a thread a table entry (kernels/e4m3_table.cuh)");
 
 }  // namespace
 

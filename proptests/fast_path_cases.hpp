@@ -9,6 +9,9 @@
 #include "formats/fast_paths.hpp"
 #include "formats/packed_quantize.hpp"
 #include "proptests/harness/mix32.hpp"
+#if defined(__CUDACC__)
+#include "kernels/e4m3_table.cuh"
+#endif
 
 namespace kvq::props {
 
@@ -16,16 +19,17 @@ enum class FastPath : int {
   e2m1_rne, e2m1_rna, e4m3_satfinite, bf16_rne, fp16_rne, e2m1_value, e4m3_value, int4_rne, int8_rne, int4_value, int8_value,
   e4m3_from_fp64, e4m3_from_fp64_sticky, e2m1_magic, int4_magic, e2m1_divide_a, e2m1_divide_b, bf16x2_rne_finite,
   fp16x2_rne_finite, e4m3x2_of_products, e4m3x4_satfinite, e2m1_magic_away,
-  e2m1_magic_below_7, e2m1_magic_to_4_5
+  e2m1_magic_below_7, e2m1_magic_to_4_5, scale_quotient_a, scale_quotient_b, e4m3_scale_table
 };
-inline constexpr int kFastPathCount = 24;
+inline constexpr int kFastPathCount = 27;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
     "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
     "e4m3-from-fp64-rne-satfinite", "e4m3-from-fp64-sticky-rne-satfinite", "e2m1-magnitude-magic",
     "int4-magnitude-magic", "e2m1-divide-by-reciprocal-set-a", "e2m1-divide-by-reciprocal-set-b", "bf16x2-rne-finite",
     "fp16x2-rne-finite", "e4m3x2-of-products-finite", "e4m3x4-rne-satfinite", "e2m1-magnitude-magic-away",
-    "e2m1-magnitude-magic-below-7", "e2m1-magnitude-magic-to-4.5"};
+    "e2m1-magnitude-magic-below-7", "e2m1-magnitude-magic-to-4.5", "scale-quotient-by-reciprocal-set-a",
+    "scale-quotient-by-reciprocal-set-b", "e4m3-scale-table"};
 
 // Denominators of the divide cases (formats/packed_quantize.hpp: divide_by_reciprocal is used for
 // d in [2^-64, 2^64]): both ends, powers of two, E4M3 x FP32 products, odd mantissas, near-ones.
@@ -56,6 +60,52 @@ KVQ_HD inline std::uint32_t divide_codes(std::uint32_t bits, int set, bool fast)
     word |= code << (4 * j);
   }
   return word;
+}
+
+// The lean scale quotients (formats/packed_quantize.hpp: two_level_plan_lean): x / d from RN(1/d)
+// by divide_by_reciprocal for the divisors the plan uses, set a: 6 and values of g at and inside
+// [kLeanScaleMin, kLeanScaleMax]; set b: E4M3 scale values (normal, subnormal, the largest). The
+// dividends the plan divides: +0 and |x| in [2^-44, 2^41] (others read 0; -0 is never one, and
+// divide_by_reciprocal makes it +0). The result folds the eight quotients as h = rotl(h, 5) ^ bits:
+// one differing quotient always shows, and so do quotients differing in the same bits.
+KVQ_HD inline float scale_denominator(int i) {
+  constexpr float kDenominators[16] = {
+      6.0f,       0x1p-40f,   0x1p40f,    0x1.fffffep39f, 0x1.000002p-40f, 0x1.8p-20f, 0x1.c3f2a6p-9f, 0x1.7d2b94p+11f,
+      0x1p-9f,    0x1.cp-7f,  0x1.8p-8f,  0x1.6p-6f,      0x1.ap-3f,       0x1.2p+0f,  0x1.ep+3f,      448.0f};
+  return kDenominators[i];
+}
+KVQ_HD inline std::uint32_t scale_quotients(std::uint32_t bits, int set, bool fast) {
+  const float x = float_from_bits(bits), a = fabsf(x);
+  if (!(bits == 0u || (a >= 0x1p-44f && a <= 0x1p41f))) return 0;
+  std::uint32_t fold = 0;
+  for (int j = 0; j < 8; ++j) {
+    const float d = scale_denominator(8 * set + j);
+    const float q = fast ? divide_by_reciprocal(x, d, 1.0f / d) : x / d;
+    fold = ((fold << 5) | (fold >> 27)) ^ bits_of(q);
+  }
+  return fold;
+}
+
+// The E4M3 scale table of the lean plans, a compile-time constant (formats/packed_quantize.hpp:
+// kE4m3Table on the host, kernels/e4m3_table.cuh's __constant__ copy on the device), against
+// the codec's value of code bits & 0x7F and its IEEE reciprocal computed at run time; folded as
+// rotl(value, 5) ^ reciprocal (NaN values as one NaN).
+KVQ_HD inline std::uint32_t e4m3_table_case(std::uint32_t bits, bool reference) {
+  const int code = static_cast<int>(bits & 0x7fu);
+  float value, reciprocal;
+  if (reference) {
+    value = decode_float(kE4M3FN, static_cast<std::uint64_t>(code));
+    reciprocal = value > 0.0f && value <= 448.0f ? 1.0f / value : 0.0f;
+  } else {
+#if defined(__CUDA_ARCH__)
+    const E4m3Reciprocal e = kernels::kDeviceE4m3Table.entry[code];
+#else
+    const E4m3Reciprocal e = kE4m3Table.entry[code];
+#endif
+    value = e.value, reciprocal = e.reciprocal;
+  }
+  const std::uint32_t v = value == value ? bits_of(value) : 0x7fc00000u;
+  return ((v << 5) | (v >> 27)) ^ bits_of(reciprocal);
 }
 
 // The paired packers (formats/fast_decode.hpp) take non-NaN values only: x in the low half, -x in
@@ -126,6 +176,9 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
       return fabsf(x) < 7.0f ? bits_of(e2m1_magnitude_magic_below_7(fabsf(x))) - bits_of(kMagnitudeMagic) : 0u;
     case FastPath::e2m1_magic_to_4_5:
       return fabsf(x) <= 4.5f ? bits_of(e2m1_magnitude_magic_to_4_5(fabsf(x))) - bits_of(kMagnitudeMagic) : 0u;
+    case FastPath::scale_quotient_a: return scale_quotients(bits, 0, true);
+    case FastPath::scale_quotient_b: return scale_quotients(bits, 1, true);
+    case FastPath::e4m3_scale_table: return e4m3_table_case(bits, false);
   }
   return 0;
 }
@@ -177,6 +230,9 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
       const bool in_range = p == FastPath::e2m1_magic_below_7 ? a < 7.0f : a <= 4.5f;
       return in_range ? static_cast<std::uint32_t>(encode(kE2M1, e2m1, unpack(kFP32, bits))) & 7u : 0u;
     }
+    case FastPath::scale_quotient_a: return scale_quotients(bits, 0, false);  // IEEE division
+    case FastPath::scale_quotient_b: return scale_quotients(bits, 1, false);
+    case FastPath::e4m3_scale_table: return e4m3_table_case(bits, true);
   }
   return 0;
 }

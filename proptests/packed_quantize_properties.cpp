@@ -63,15 +63,44 @@ rc::Gen<PackedCase> gen_case(const Recipe& r, int n) {
   });
 }
 
+// Both ways in: g alone (its terms computed for the block), and g's terms with the table.
 template <int kN>
 void check_packed(const Recipe& r, const PackedCase& c) {
-  std::uint32_t words[kN / 8], expected_words[kN / 8];
+  std::uint32_t words[kN / 8], table_words[kN / 8], expected_words[kN / 8];
   std::uint8_t codes[kN];
   const std::uint8_t scale = quantize_block_packed<kN>(r, c.g, c.x.data(), words);
+  const std::uint8_t table_scale = quantize_block_packed<kN>(r, global_terms(c.g, kE4m3Table.entry), c.x.data(), table_words);
   const std::uint8_t expected_scale = quantize_block(r, c.g, c.x.data(), kN, codes);
   pack_codes(codes, kN, expected_words);
   RC_ASSERT(hex_code(kE4M3FN, scale) == hex_code(kE4M3FN, expected_scale));
-  for (int w = 0; w < kN / 8; ++w) RC_ASSERT(hex_code(kFP32, words[w]) == hex_code(kFP32, expected_words[w]));
+  RC_ASSERT(hex_code(kE4M3FN, table_scale) == hex_code(kE4M3FN, expected_scale));
+  for (int w = 0; w < kN / 8; ++w) {
+    RC_ASSERT(hex_code(kFP32, words[w]) == hex_code(kFP32, expected_words[w]));
+    RC_ASSERT(hex_code(kFP32, table_words[w]) == hex_code(kFP32, expected_words[w]));
+  }
+}
+
+// The lean plan (reciprocals instead of IEEE division) equals two_level_plan wherever it is used:
+// g and bmax log-uniform over and past [kLeanScaleMin, kLeanScaleMax], with the bounds themselves
+// and their FP32 neighbours, for the /6 (element max) and /4 divisors.
+void check_lean_plan(const Recipe& r) {
+  const auto magnitude = [] {
+    return *rc::gen::weightedOneOf<float>({
+        {6, rc::gen::map(rc::gen::pair(rc::gen::inRange(-46, 46), rc::gen::inRange<std::uint32_t>(0, 0x800000u)),
+                         [](std::pair<int, std::uint32_t> p) { return std::ldexp(float_from_bits(0x3f800000u | p.second), p.first); })},
+        {1, rc::gen::element(0.0f, 0x1p-40f, 0x1p40f, 0x1.fffffep-41f, 0x1.000002p40f, 0x1.000002p-40f, 0x1.fffffep39f)},
+    });
+  };
+  const float g = magnitude(), bmax = magnitude();
+  const GlobalTerms t = global_terms(g, kE4m3Table.entry);
+  RC_PRE(packed_detail::lean_block(t, bmax));
+  for (const float divisor : {element_max(r), 4.0f}) {
+    const BlockPlan lean = packed_detail::two_level_plan_lean(r, t, bmax, divisor);
+    const BlockPlan plan = recipe_detail::two_level_plan(r, g, bmax, divisor);
+    RC_ASSERT(hex_code(kE4M3FN, lean.scale_code) == hex_code(kE4M3FN, plan.scale_code));
+    RC_ASSERT(static_cast<int>(lean.op) == static_cast<int>(plan.op));
+    RC_ASSERT(hex_code(kFP32, bits_of(lean.by)) == hex_code(kFP32, bits_of(plan.by)));
+  }
 }
 
 // The 4over6 error estimate (packed_detail::estimate_error) holds its bound against the exact FP32
@@ -124,6 +153,13 @@ void register_packed_quantize_properties() {
       if (named.recipe.scale != BlockScale::tensor_only && format_of(named.recipe.element).bits() == 4)
         add_block_property("packed/" + std::string(named.name) + block + "/equals-quantize-block", named.recipe, n,
                            check_packed<16>, check_packed<32>);
+  }
+  for (const NamedRecipe& named : kRecipes) {
+    const Recipe r = named.recipe;
+    if (r.scale == BlockScale::e4m3_two_level &&
+        (r.two_level == TwoLevel::reference || r.two_level == TwoLevel::four_over_six))
+      add_property("kernels", "packed/" + std::string(named.name) + "/lean-plan-equals-plan", Device::cpu,
+                   [r](const RunContext& ctx) { return check_random(ctx, [&] { check_lean_plan(r); }); });
   }
 }
 KVQ_REGISTER_PROPERTIES(register_packed_quantize_properties);
