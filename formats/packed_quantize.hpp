@@ -94,8 +94,10 @@ KVQ_HD inline float max_nan(float m, float a) {
 #endif
 }
 
-// Which magnitude code the words hold: E2M1 half to even, E2M1 half away (nearest_away), INT4.
-enum class Magnitude : std::uint8_t { e2m1, e2m1_away, int4 };
+// Which magnitude code the words hold: E2M1 half to even (e2m1_below_7: for blocks whose every
+// |q| is below 7, e2m1_magnitude_magic_below_7, one minimum fewer), E2M1 half away
+// (nearest_away), INT4.
+enum class Magnitude : std::uint8_t { e2m1, e2m1_below_7, e2m1_away, int4 };
 template <Magnitude kM>
 inline constexpr std::uint32_t kMagicBitsOf = kM == Magnitude::e2m1_away ? 0x4affffffu : 0x4b000000u;  // code 0
 
@@ -104,6 +106,7 @@ template <Magnitude kM>
 KVQ_HD inline std::uint32_t magic_bits(float q) {
   if constexpr (kM == Magnitude::int4) return bits_of(int4_magnitude_magic(fabsf(q)));
   if constexpr (kM == Magnitude::e2m1_away) return bits_of(e2m1_magnitude_magic_away(fabsf(q)));
+  if constexpr (kM == Magnitude::e2m1_below_7) return bits_of(e2m1_magnitude_magic_below_7(fabsf(q)));
   return bits_of(e2m1_magnitude_magic(fabsf(q)));
 }
 
@@ -169,6 +172,8 @@ template <int kN, bool kDivide>
 KVQ_HD inline void encode_words(Magnitude m, const float* x, float d, float y, std::uint32_t* words) {
   if (m == Magnitude::int4) {
     encode_words<kN, kDivide, Magnitude::int4>(x, d, y, words);
+  } else if (m == Magnitude::e2m1_below_7) {
+    encode_words<kN, kDivide, Magnitude::e2m1_below_7>(x, d, y, words);
   } else if (m == Magnitude::e2m1_away) {
     encode_words<kN, kDivide, Magnitude::e2m1_away>(x, d, y, words);
   } else {
@@ -385,13 +390,18 @@ KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, const GlobalTe
         const BlockPlan p = packed_detail::plan_of(r, t, m, element_max(r));
         if (packed_detail::packable(p)) {
           using packed_detail::Magnitude;
-          const Magnitude magnitude = r.element == FormatId::int4 ? Magnitude::int4
-                                      : r.element_rounding == Rounding::nearest_away ? Magnitude::e2m1_away
-                                                                                     : Magnitude::e2m1;
-          if (p.op == ElementOp::multiply) {
-            packed_detail::encode_words<kN, false>(magnitude, x, p.by, p.by, words);
+          Magnitude magnitude = r.element == FormatId::int4 ? Magnitude::int4
+                                : r.element_rounding == Rounding::nearest_away ? Magnitude::e2m1_away
+                                                                               : Magnitude::e2m1;
+          const bool divide = p.op == ElementOp::divide;
+          const float y = divide ? 1.0f / p.by : p.by;
+          // Every |q| is at most the block max's quotient or product (rounding is monotonic),
+          // which is below 7 where m * y < 6.9 (m * y is within 2^-22 of m / d): usually about 6.
+          if (magnitude == Magnitude::e2m1 && m * y < 6.9f) magnitude = Magnitude::e2m1_below_7;
+          if (divide) {
+            packed_detail::encode_words<kN, true>(magnitude, x, p.by, y, words);
           } else {
-            packed_detail::encode_words<kN, true>(magnitude, x, p.by, 1.0f / p.by, words);
+            packed_detail::encode_words<kN, false>(magnitude, x, p.by, y, words);
           }
           return p.scale_code;
         }
