@@ -12,7 +12,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 
 #include "formats/recipes.hpp"
 
@@ -41,26 +40,23 @@ inline constexpr float kDivideByReciprocalMin = 0x1p-64f, kDivideByReciprocalMax
 // the fast-paths/scale-quotient-* sweeps check them over all 2^32 dividends.
 inline constexpr float kLeanScaleMin = 0x1p-40f, kLeanScaleMax = 0x1p40f;
 
-// An E4M3 scale code's value and RN(1/value): 0 for code 0; for the NaN code NaN and 0. From
-// integer arithmetic (subnormal m * 2^-9, normal (8 + m) * 2^(e - 10), every step exact) so that
-// the table below is a compile-time constant on the host and in CUDA __constant__ memory alike.
-struct E4m3Reciprocal {
-  float value = 0.0f, reciprocal = 0.0f;
-};
+// RN(1/value) of an E4M3 scale code's value: 0 for code 0 and the NaN code. The value from integer
+// arithmetic (subnormal m * 2^-9, normal (8 + m) * 2^(e - 10), every step exact) so that the table
+// below is a compile-time constant on the host and in CUDA __constant__ memory alike.
 inline constexpr int kE4m3Codes = 128;  // the non-negative codes, the only ones a scale takes
-KVQ_HD constexpr E4m3Reciprocal e4m3_reciprocal(int code) {
+KVQ_HD constexpr float e4m3_reciprocal(int code) {
   const int e = (code >> 3) & 15, m = code & 7;
-  if (e == 15 && m == 7) return {std::numeric_limits<float>::quiet_NaN(), 0.0f};
+  if (code == 0 || (e == 15 && m == 7)) return 0.0f;
   float v = static_cast<float>(e == 0 ? m : 8 + m) * 0x1p-9f;  // e = 0 and 1 share the scale 2^-9
   for (int k = 1; k < e; ++k) v *= 2.0f;
-  return {v, v > 0.0f ? 1.0f / v : 0.0f};
+  return 1.0f / v;
 }
 struct E4m3Table {
-  E4m3Reciprocal entry[kE4m3Codes];
+  float reciprocal[kE4m3Codes];
 };
 KVQ_HD constexpr E4m3Table e4m3_table() {
   E4m3Table t{};
-  for (int c = 0; c < kE4m3Codes; ++c) t.entry[c] = e4m3_reciprocal(c);
+  for (int c = 0; c < kE4m3Codes; ++c) t.reciprocal[c] = e4m3_reciprocal(c);
   return t;
 }
 #if !defined(__CUDA_ARCH__)
@@ -70,14 +66,14 @@ inline constexpr E4m3Table kE4m3Table = e4m3_table();  // the kernels keep a __c
 // g and what the reference two-level rule derives from g alone, computed once for many blocks.
 struct GlobalTerms {
   float g = 0.0f, rg = 0.0f;              // rg = 1/g, IEEE
-  const E4m3Reciprocal* table = nullptr;  // e4m3_table()'s entries; null: the plans divide
+  const float* table = nullptr;  // e4m3_table()'s reciprocals; null: the plans divide
   bool lean = false;                      // a table, and g within [kLeanScaleMin, kLeanScaleMax] (so is rg)
 };
 // With the table (not null) and rg = 1/g, computed once for many g (the paged store's K and V).
-KVQ_HD inline GlobalTerms global_terms(float g, float rg, const E4m3Reciprocal* table) {
+KVQ_HD inline GlobalTerms global_terms(float g, float rg, const float* table) {
   return {g, rg, table, g >= kLeanScaleMin && g <= kLeanScaleMax};
 }
-KVQ_HD inline GlobalTerms global_terms(float g, const E4m3Reciprocal* table) { return global_terms(g, 1.0f / g, table); }
+KVQ_HD inline GlobalTerms global_terms(float g, const float* table) { return global_terms(g, 1.0f / g, table); }
 KVQ_HD inline GlobalTerms global_terms(float g) { return {g, 1.0f / g, nullptr, false}; }
 
 namespace packed_detail {
@@ -296,23 +292,19 @@ KVQ_HD inline bool lean_block(const GlobalTerms& t, float bmax) {
   return t.lean && bmax <= kLeanScaleMax && (bmax >= kLeanScaleMin || bmax == 0.0f);
 }
 
+// (1/g)/sf by divide_by_reciprocal from RN(1/g) and the table's RN(1/sf) (sf = 0: the IEEE quotient).
+struct LeanMultiplier {
+  const GlobalTerms& t;
+  KVQ_HD float operator()(std::uint8_t sf8, float sf) const {
+    return sf > 0.0f ? divide_by_reciprocal(t.rg, sf, t.table[sf8 & 0x7f]) : t.rg / sf;
+  }
+};
+
 // recipe_detail::two_level_plan(r, g, bmax, divisor) for a lean_block, divisor 4 or a constant
 // RN(1/divisor) folds: the same plan, its quotients by reciprocal (see kLeanScaleMin).
 KVQ_HD inline BlockPlan two_level_plan_lean(const Recipe& r, const GlobalTerms& t, float bmax, float divisor) {
   const float scaled = divisor == 4.0f ? bmax * 0.25f : divide_by_reciprocal(bmax, divisor, 1.0f / divisor);
-  float s = divide_by_reciprocal(scaled, t.g, t.rg);
-  if (r.clamp_block_scale) s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
-  const bool zero_block =
-      r.zero_guard != ZeroGuard::rounded_scale && r.zero_guard != ZeroGuard::none && bmax == 0.0f;
-  const std::uint8_t sf8 = zero_block ? std::uint8_t{0} : e4m3_satfinite_fast(s);
-  const E4m3Reciprocal e = t.table[sf8 & 0x7f];  // lean: there is a table
-  const float sf = e.value;
-  const float denominator = sf * t.g;
-  const bool zero = zero_block || (r.zero_guard == ZeroGuard::rounded_scale && sf == 0.0f) ||
-                    (r.zero_guard == ZeroGuard::block_and_scale && denominator == 0.0f);
-  if (zero) return {sf8, ElementOp::multiply, 0.0f};
-  if (r.apply == Apply::divide) return {sf8, ElementOp::divide, denominator};
-  return {sf8, ElementOp::multiply, sf > 0.0f ? divide_by_reciprocal(t.rg, sf, e.reciprocal) : t.rg / sf};
+  return recipe_detail::two_level_plan_from(r, t.g, bmax, divide_by_reciprocal(scaled, t.g, t.rg), LeanMultiplier{t});
 }
 
 // The plan of a finite block, lean where it can be (the reference and four_over_six rules' /6).

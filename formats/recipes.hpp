@@ -298,9 +298,11 @@ struct BlockPlan {
 
 namespace recipe_detail {
 
-// The reference scale rule for the block decode scale (bmax/divisor)/g.
-KVQ_HD inline BlockPlan two_level_plan(const Recipe& r, float g, float bmax, float divisor) {
-  float s = (bmax / divisor) / g;
+// The reference scale rule from its block decode scale s = (bmax/divisor)/g, however computed (IEEE
+// here; formats/packed_quantize.hpp: two_level_plan_lean): the clamp, the guards, the scale code and
+// what the elements become. multiplier(sf8, sf) gives (1/g)/sf.
+template <typename Multiplier>
+KVQ_HD inline BlockPlan two_level_plan_from(const Recipe& r, float g, float bmax, float s, const Multiplier& multiplier) {
   if (r.clamp_block_scale) s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
   // The block-max guard also stores scale 0: an all-zero tensor (g = 0) would compute 0/0 and
   // store the NaN scale 0x7F, a bug seen in a shipped checkpoint.
@@ -313,7 +315,14 @@ KVQ_HD inline BlockPlan two_level_plan(const Recipe& r, float g, float bmax, flo
                     (r.zero_guard == ZeroGuard::block_and_scale && denominator == 0.0f);
   if (zero) return {sf8, ElementOp::multiply, 0.0f};
   if (r.apply == Apply::divide) return {sf8, ElementOp::divide, denominator};
-  return {sf8, ElementOp::multiply, (1.0f / g) / sf};  // torchao: x * ((1/g)/sf)
+  return {sf8, ElementOp::multiply, multiplier(sf8, sf)};  // torchao: x * ((1/g)/sf)
+}
+struct IeeeMultiplier {
+  float g;
+  KVQ_HD float operator()(std::uint8_t, float sf) const { return (1.0f / g) / sf; }
+};
+KVQ_HD inline BlockPlan two_level_plan(const Recipe& r, float g, float bmax, float divisor) {
+  return two_level_plan_from(r, g, bmax, (bmax / divisor) / g, IeeeMultiplier{g});
 }
 
 // FlashInfer (decode scale g) and vLLM (k_scale = g, encode scale 1/g): reciprocal arithmetic.

@@ -11,8 +11,8 @@ __constant__ constexpr E4m3Table kDeviceE4m3Table = e4m3_table();
 
 // Every thread of the block takes part, which has kE4m3Codes threads or more (the kernels'
 // kThreads, static_assert there): one entry a thread. Returns the shared copy, after a barrier.
-__device__ inline const E4m3Reciprocal* shared_e4m3_table(E4m3Reciprocal* shared) {
-  if (threadIdx.x < kE4m3Codes) shared[threadIdx.x] = kDeviceE4m3Table.entry[threadIdx.x];
+__device__ inline const float* shared_e4m3_table(float* shared) {
+  if (threadIdx.x < kE4m3Codes) shared[threadIdx.x] = kDeviceE4m3Table.reciprocal[threadIdx.x];
   __syncthreads();
   return shared;
 }

@@ -99,13 +99,13 @@ inline PagedDividers paged_dividers(const PagedStoreShape& s) {
 }
 
 // What the NVFP4 chunks take beside the global scales (formats/packed_quantize.hpp: GlobalTerms):
-// the E4M3 table (not null), and the per-tensor scales' reciprocals 1/k[0], 1/v[0], computed once
+// the E4M3 table (NVFP4: not null), and the per-tensor scales' reciprocals 1/k[0], 1/v[0], computed once
 // a call (with per-head scales a chunk computes its own).
 struct PagedTerms {
   float k_reciprocal = 0.0f, v_reciprocal = 0.0f;
-  const E4m3Reciprocal* table = nullptr;
+  const float* table = nullptr;
 };
-KVQ_HD inline PagedTerms paged_terms(const PagedScales& scales, const E4m3Reciprocal* table) {
+KVQ_HD inline PagedTerms paged_terms(const PagedScales& scales, const float* table) {
   return {1.0f / scales.k[0], 1.0f / scales.v[0], table};
 }
 
@@ -201,7 +201,7 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const R
 // and the kernel compute them once).
 template <typename Index, bool kPacked = true>
 inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, Index item) {
-  paged_store_chunk<Index, kPacked>(s, s.recipe, scales, a, item, paged_dividers(s), paged_terms(scales, kE4m3Table.entry));
+  paged_store_chunk<Index, kPacked>(s, s.recipe, scales, a, item, paged_dividers(s), paged_terms(scales, kE4m3Table.reciprocal));
 }
 
 // GPU: device pointers for args, host values for scales, an opaque cudaStream_t. With

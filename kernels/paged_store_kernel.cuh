@@ -95,7 +95,7 @@ __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, c
   // 1/g is the same number where the scales are per tensor).
   PagedTerms terms{};
   if constexpr (F == PagedFormat::nvfp4) {
-    __shared__ E4m3Reciprocal shared_table[kE4m3Codes];
+    __shared__ float shared_table[kE4m3Codes];
     __shared__ float shared_reciprocals[2];
     if (threadIdx.x == 0) {
       const PagedTerms once = paged_terms(scales, nullptr);

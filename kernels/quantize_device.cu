@@ -78,7 +78,7 @@ __global__ void quantize_kernel(QuantizeShape shape, const void* x, float g, std
   const QuantizeShape s = specialise<C>(shape);
   GlobalTerms t = global_terms(g);  // g's terms once a thread, the E4M3 table once a thread block
   if constexpr (kTableOf<C>) {
-    __shared__ E4m3Reciprocal shared_table[kE4m3Codes];
+    __shared__ float shared_table[kE4m3Codes];
     t = global_terms(g, shared_e4m3_table(shared_table));
   }
   const std::int64_t blocks_per_row = s.cols / s.block();

@@ -87,25 +87,19 @@ KVQ_HD inline std::uint32_t scale_quotients(std::uint32_t bits, int set, bool fa
 }
 
 // The E4M3 scale table of the lean plans, a compile-time constant (formats/packed_quantize.hpp:
-// kE4m3Table on the host, kernels/e4m3_table.cuh's __constant__ copy on the device), against
-// the codec's value of code bits & 0x7F and its IEEE reciprocal computed at run time; folded as
-// rotl(value, 5) ^ reciprocal (NaN values as one NaN).
+// kE4m3Table on the host, kernels/e4m3_table.cuh's __constant__ copy on the device), against the
+// IEEE reciprocal, computed at run time, of the codec's value of code bits & 0x7F (0 for 0 and NaN).
 KVQ_HD inline std::uint32_t e4m3_table_case(std::uint32_t bits, bool reference) {
   const int code = static_cast<int>(bits & 0x7fu);
-  float value, reciprocal;
   if (reference) {
-    value = decode_float(kE4M3FN, static_cast<std::uint64_t>(code));
-    reciprocal = value > 0.0f && value <= 448.0f ? 1.0f / value : 0.0f;
-  } else {
-#if defined(__CUDA_ARCH__)
-    const E4m3Reciprocal e = kernels::kDeviceE4m3Table.entry[code];
-#else
-    const E4m3Reciprocal e = kE4m3Table.entry[code];
-#endif
-    value = e.value, reciprocal = e.reciprocal;
+    const float value = decode_float(kE4M3FN, static_cast<std::uint64_t>(code));
+    return bits_of(value > 0.0f && value <= 448.0f ? 1.0f / value : 0.0f);
   }
-  const std::uint32_t v = value == value ? bits_of(value) : 0x7fc00000u;
-  return ((v << 5) | (v >> 27)) ^ bits_of(reciprocal);
+#if defined(__CUDA_ARCH__)
+  return bits_of(kernels::kDeviceE4m3Table.reciprocal[code]);
+#else
+  return bits_of(kE4m3Table.reciprocal[code]);
+#endif
 }
 
 // The paired packers (formats/fast_decode.hpp) take non-NaN values only: x in the low half, -x in

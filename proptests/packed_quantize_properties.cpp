@@ -69,7 +69,7 @@ void check_packed(const Recipe& r, const PackedCase& c) {
   std::uint32_t words[kN / 8], table_words[kN / 8], expected_words[kN / 8];
   std::uint8_t codes[kN];
   const std::uint8_t scale = quantize_block_packed<kN>(r, c.g, c.x.data(), words);
-  const std::uint8_t table_scale = quantize_block_packed<kN>(r, global_terms(c.g, kE4m3Table.entry), c.x.data(), table_words);
+  const std::uint8_t table_scale = quantize_block_packed<kN>(r, global_terms(c.g, kE4m3Table.reciprocal), c.x.data(), table_words);
   const std::uint8_t expected_scale = quantize_block(r, c.g, c.x.data(), kN, codes);
   pack_codes(codes, kN, expected_words);
   RC_ASSERT(hex_code(kE4M3FN, scale) == hex_code(kE4M3FN, expected_scale));
@@ -92,7 +92,7 @@ void check_lean_plan(const Recipe& r) {
     });
   };
   const float g = magnitude(), bmax = magnitude();
-  const GlobalTerms t = global_terms(g, kE4m3Table.entry);
+  const GlobalTerms t = global_terms(g, kE4m3Table.reciprocal);
   RC_PRE(packed_detail::lean_block(t, bmax));
   for (const float divisor : {element_max(r), 4.0f}) {
     const BlockPlan lean = packed_detail::two_level_plan_lean(r, t, bmax, divisor);
