@@ -74,6 +74,21 @@ KVQ_HD inline float int4_magnitude_magic(float a) {  // INT4: k = RNE(4a), at mo
   return fminf(fmaf(a, 4.0f, kMagnitudeMagic), kMagnitudeMagic + 7.0f);
 }
 
+// E2M1 half to even of a in [0, 7), as its value v and as the FP32 with bits code << 22 (v * 2^-126:
+// E2M1's pattern is FP32's bottom binades with one mantissa bit, 0.5 the subnormal 2^-127).
+// c = 2^floor(log2 max(a, 1)) is 1, 2 or 4, and the E2M1 step of a's range is c / 2 (0.5 below 2, 1 in
+// [2, 4), 2 in [4, 8)): a + c * 2^22 lies in c * 2^22's binade, whose ulp is c / 2, so the FMA rounds a
+// onto that step half to even (an even multiple is an even code), and subtracting c * 2^22 is exact.
+// Four instructions for v, one more for the code's bits; a = 7 would give 8 (no saturation).
+struct E2m1Rounded {
+  float value, tiny;
+};
+KVQ_HD inline E2m1Rounded e2m1_round_below_7(float a) {
+  const float c = float_from_bits(bits_of(fmaxf(a, 1.0f)) & 0x7f800000u);
+  const float v = fmaf(c, -0x1p22f, fmaf(c, 0x1p22f, a));
+  return {v, v * 0x1p-126f};  // exact: the build keeps subnormals
+}
+
 // fmaf(a, k, c) rounded toward -inf (the device's FFMA.RM). The host, which has no per-instruction
 // rounding mode (and must not change the process-wide one), splits a*k + c exactly into a double
 // sum hi + lo (a*k is exact in FP64: 48 significant bits; TwoSum adds c), rounds hi to nearest FP32
@@ -119,6 +134,16 @@ KVQ_HD inline std::uint8_t e4m3_satfinite_fast(float y) {
 #else
   return static_cast<std::uint8_t>(
       encode_float(kE4M3FN, convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even), y));
+#endif
+}
+
+// Two FP32 values -> two E4M3FN codes (CUDA satfinite RNE), lo in the low byte: one paired
+// conversion on the device.
+KVQ_HD inline std::uint16_t e4m3x2_satfinite_fast(float lo, float hi) {
+#if defined(__CUDA_ARCH__)
+  return __nv_cvt_float2_to_fp8x2(float2{lo, hi}, __NV_SATFINITE, __NV_E4M3);
+#else
+  return static_cast<std::uint16_t>(e4m3_satfinite_fast(lo) | e4m3_satfinite_fast(hi) << 8);
 #endif
 }
 

@@ -32,49 +32,48 @@ KVQ_HD inline float divide_by_reciprocal(float x, float d, float y) {
 inline constexpr float kDivideByReciprocalMin = 0x1p-64f, kDivideByReciprocalMax = 0x1p64f;
 
 // The reference two-level rule (recipe_detail::two_level_plan) divides three times a block:
-// (bmax / divisor) / g for the scale, and (1/g) / sf for a multiplier. Each quotient here comes
-// from divide_by_reciprocal instead, with the divisor's reciprocal known ahead: RN(1/6) a
-// constant, RN(1/g) once for all blocks of a g, RN(1/sf) from a table of the 128 E4M3 codes.
-// Every operand and quotient then stays far inside FP32's normal range (g and bmax within
-// [kLeanScaleMin, kLeanScaleMax], sf in [2^-9, 448]), where the quotients are the IEEE ones:
-// the fast-paths/scale-quotient-* sweeps check them over all 2^32 dividends.
+// (bmax / divisor) / g for the scale, and (1/g) / sf for a multiplier. The lean plans compute the
+// scale's quotients by divide_by_reciprocal instead, with the divisor's reciprocal known ahead:
+// RN(1/6) a constant, RN(1/g) once for all blocks of a g; every operand and quotient then stays far
+// inside FP32's normal range (g and bmax within [kLeanScaleMin, kLeanScaleMax]), where the quotients
+// are the IEEE ones: the fast-paths/scale-quotient-* sweeps check them over all 2^32 dividends.
+// The multiplier depends on g and the scale code alone: a table (CodeTerms) holds it.
 inline constexpr float kLeanScaleMin = 0x1p-40f, kLeanScaleMax = 0x1p40f;
 
-// RN(1/value) of an E4M3 scale code's value: 0 for code 0 and the NaN code. The value from integer
-// arithmetic (subnormal m * 2^-9, normal (8 + m) * 2^(e - 10), every step exact) so that the table
-// below is a compile-time constant on the host and in CUDA __constant__ memory alike.
-inline constexpr int kE4m3Codes = 128;  // the non-negative codes, the only ones a scale takes
-KVQ_HD constexpr float e4m3_reciprocal(int code) {
-  const int e = (code >> 3) & 15, m = code & 7;
-  if (code == 0 || (e == 15 && m == 7)) return 0.0f;
-  float v = static_cast<float>(e == 0 ? m : 8 + m) * 0x1p-9f;  // e = 0 and 1 share the scale 2^-9
-  for (int k = 1; k < e; ++k) v *= 2.0f;
-  return 1.0f / v;
-}
-struct E4m3Table {
-  float reciprocal[kE4m3Codes];
+// What the reference two-level rule derives from g and a block's scale code alone, for the 128
+// non-negative codes (the only ones a scale takes where g > 0): the multiplier by = (1/g)/sf of its
+// multiply plans (IEEE, rg = 1/g; inf for code 0, which no such plan uses: a zero scale makes the
+// zero plan) and s2 = RN(S * S), S = RN(sf * g), for the four_over_six error estimate. Computed
+// once for a g (kernels: once a thread block, in shared memory, a thread an entry).
+inline constexpr int kE4m3Codes = 128;
+struct CodeTerms {
+  float by = 0.0f, s2 = 0.0f;
 };
-KVQ_HD constexpr E4m3Table e4m3_table() {
-  E4m3Table t{};
-  for (int c = 0; c < kE4m3Codes; ++c) t.reciprocal[c] = e4m3_reciprocal(c);
+KVQ_HD inline CodeTerms code_terms(float g, float rg, int code) {
+  const float sf = e4m3_value_fast(static_cast<std::uint8_t>(code)), s = sf * g;
+  return {rg / sf, s * s};
+}
+struct CodeTable {
+  CodeTerms at[kE4m3Codes];
+};
+inline CodeTable code_table(float g) {
+  CodeTable t;
+  for (int c = 0; c < kE4m3Codes; ++c) t.at[c] = code_terms(g, 1.0f / g, c);
   return t;
 }
-#if !defined(__CUDA_ARCH__)
-inline constexpr E4m3Table kE4m3Table = e4m3_table();  // the kernels keep a __constant__ copy (kernels/)
-#endif
 
 // g and what the reference two-level rule derives from g alone, computed once for many blocks.
 struct GlobalTerms {
-  float g = 0.0f, rg = 0.0f;              // rg = 1/g, IEEE
-  const float* table = nullptr;  // e4m3_table()'s reciprocals; null: the plans divide
-  bool lean = false;                      // a table, and g within [kLeanScaleMin, kLeanScaleMax] (so is rg)
+  float g = 0.0f, rg = 0.0f;          // rg = 1/g, IEEE
+  const CodeTerms* codes = nullptr;   // code_terms of every code for this g; null: the plans divide
+  bool lean = false;                  // codes, and g within [kLeanScaleMin, kLeanScaleMax] (so is rg)
 };
-// With the table (not null) and rg = 1/g, computed once for many g (the paged store's K and V).
-KVQ_HD inline GlobalTerms global_terms(float g, float rg, const float* table) {
-  return {g, rg, table, g >= kLeanScaleMin && g <= kLeanScaleMax};
+// With the table (codes of this g, or null) and rg = 1/g, computed once for many g (the paged store's K and V).
+KVQ_HD inline GlobalTerms global_terms(float g, float rg, const CodeTerms* codes) {
+  return {g, rg, codes, codes != nullptr && g >= kLeanScaleMin && g <= kLeanScaleMax};
 }
-KVQ_HD inline GlobalTerms global_terms(float g, const float* table) { return global_terms(g, 1.0f / g, table); }
-KVQ_HD inline GlobalTerms global_terms(float g) { return {g, 1.0f / g, nullptr, false}; }
+KVQ_HD inline GlobalTerms global_terms(float g, const CodeTerms* codes) { return global_terms(g, 1.0f / g, codes); }
+KVQ_HD inline GlobalTerms global_terms(float g) { return global_terms(g, nullptr); }
 
 namespace packed_detail {
 
@@ -194,22 +193,37 @@ KVQ_HD inline std::uint32_t e2m1_magic_bits_within(float q) {
   return bits_of(e2m1_magnitude_magic_to_4_5(fabsf(q)));
 }
 
+// Code << 4k from the bits code << 22 of e2m1_round_below_7's tiny: one LEA or LEA.HI.
+KVQ_HD constexpr std::uint32_t nibble_of_tiny(std::uint32_t tiny_bits, int k) {
+  return 4 * k >= 22 ? tiny_bits << (4 * k - 22) : tiny_bits >> (22 - 4 * k);
+}
+
 // One candidate of the four_over_six rule: the words of q = x * y (signs: sign_nibbles) and the
 // candidate's squared error in units of its scale S = sf * g, E = sum((|q| - v)^2) with FMAs
-// (v the code's E2M1 magnitude), for estimate_error.
+// (v the code's E2M1 magnitude; |q| - v is exact), for estimate_error. kSmall: |q| < 7 for /6
+// (e2m1_round_below_7: v itself, nine instructions an element with q and the error) and |q| <= 4.5
+// for /4 (the two-piece magic: eight), a block-uniform test; else the magic's every piece.
 template <int kN, bool kSmall, bool kSix>
 KVQ_HD inline float encode_words_with_error(const float* x, float y, const std::uint32_t* signs, std::uint32_t* words) {
-  constexpr std::uint32_t kMagicSum = kMagicBitsOf<Magnitude::e2m1> * 0x11111111u;
+  constexpr bool kRound = kSmall && kSix;
+  constexpr std::uint32_t kMagicSum = kRound ? 0u : kMagicBitsOf<Magnitude::e2m1> * 0x11111111u;
   float sum = 0.0f;
   KVQ_UNROLL
   for (int w = 0; w < kN / 8; ++w) {
     std::uint32_t word = signs[w] - kMagicSum;
     KVQ_UNROLL
     for (int k = 0; k < 8; ++k) {
-      const float q = x[8 * w + k] * y;
-      const std::uint32_t magic = e2m1_magic_bits_within<kSmall, kSix>(q);
-      word += magic * (1u << (4 * k));
-      const float e = fmaf(e2m1_tiny_of_magic(magic), -kTinyToE2m1, fabsf(q));  // |q| - v, rounded once
+      const float a = fabsf(x[8 * w + k] * y);
+      float e;
+      if constexpr (kRound) {
+        const E2m1Rounded r = e2m1_round_below_7(a);
+        word += nibble_of_tiny(bits_of(r.tiny), k);
+        e = a - r.value;
+      } else {
+        const std::uint32_t magic = e2m1_magic_bits_within<kSmall, kSix>(a);
+        word += magic * (1u << (4 * k));
+        e = fmaf(e2m1_tiny_of_magic(magic), -kTinyToE2m1, a);  // |q| - v
+      }
       sum = fmaf(e, e, sum);
     }
     words[w] = word;
@@ -235,42 +249,54 @@ KVQ_HD inline float squared_error_of_words(const float* x, const std::uint32_t* 
 
 // A candidate's exact FP32 squared error err (two_level_squared_error) lies within `bound` of
 // `value` = E * S^2, from its scaled error E (encode_words_with_error), for blocks of
-// n <= 32 elements with |q| < 7, multiplier y = RN(RN(1/g)/sf) and S = RN(sf * g) in [2^-50, 2^50].
+// n <= 32 elements with |q| < 7, multiplier y = RN(RN(1/g)/sf), S = RN(sf * g) and s2 = RN(S * S)
+// in [2^-100, 2^100] (S within about [2^-50, 2^50]).
 // The derivation (docs/recipes.md, 4over6): |err - E S^2| <= S^2 u (72 E + 69 sqrt(n E) + n/4096),
 // u = 2^-24; sqrt(n E) <= 16 E + n/64 (AM-GM), and the bound below has twice that with FP32 slack.
 struct ErrorEstimate {
   float value, bound;
 };
-KVQ_HD inline ErrorEstimate estimate_error(float scaled, float s, int n) {
-  const float s2 = s * s;
-  return {scaled * s2, s2 * (0x1p-24f * fmaf(scaled, 2048.0f, 2.0f * static_cast<float>(n)))};
+KVQ_HD inline ErrorEstimate estimate_error(float scaled, float s2, int n) {
+  return {scaled * s2, s2 * fmaf(scaled, 0x1p-13f, static_cast<float>(n) * 0x1p-23f)};  // u (2048 E + 2n)
 }
-inline constexpr float kEstimateScaleMin = 0x1p-50f, kEstimateScaleMax = 0x1p50f;
+inline constexpr float kEstimateSquareMin = 0x1p-100f, kEstimateSquareMax = 0x1p100f;
+KVQ_HD inline bool estimable(float s2) { return s2 >= kEstimateSquareMin && s2 <= kEstimateSquareMax; }
+
+// RN(RN(sf * g)^2) of a scale code: the table's, or computed.
+KVQ_HD inline float scale_square(const GlobalTerms& t, std::uint8_t code) {
+  if (t.codes != nullptr) return t.codes[code & 0x7f].s2;  // the sign squares away
+  const float s = e4m3_value_fast(code) * t.g;
+  return s * s;
+}
 
 // Both candidates: the /4 words where its squared error is lower, else the /6 words (ties keep /6).
 // Small blocks whose scales allow it decide on the error estimates where they differ by more than
 // their bounds (the usual case: a few instructions an element fewer than the exact errors), the
 // others on the exact FP32 errors, computed from the words (the codes are the same either way).
+// in_range: both plans multiply by y > 0 and both s2 are estimable (known from four_over_six_plans).
 template <int kN, bool kSmall>
-KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, float g, const BlockPlan& six, const BlockPlan& four,
-                                              std::uint32_t* words) {
+KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, const GlobalTerms& t, const BlockPlan& six,
+                                              const BlockPlan& four, bool in_range, std::uint32_t* words) {
   std::uint32_t signs[kN / 8], six_words[kN / 8];
   KVQ_UNROLL
   for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles(x + 8 * w);
   const float scaled6 = encode_words_with_error<kN, kSmall, true>(x, six.by, signs, six_words);
   const float scaled4 = encode_words_with_error<kN, kSmall, false>(x, four.by, signs, words);
-  const float sf6 = e4m3_value_fast(six.scale_code), sf4 = e4m3_value_fast(four.scale_code);
-  const float s6 = sf6 * g, s4 = sf4 * g;
   bool four_wins = false, certain = false;
-  if (kSmall && kN <= 32 && six.by > 0.0f && four.by > 0.0f && s6 >= kEstimateScaleMin && s6 <= kEstimateScaleMax &&
-      s4 >= kEstimateScaleMin && s4 <= kEstimateScaleMax) {
-    const ErrorEstimate e6 = estimate_error(scaled6, s6, kN), e4 = estimate_error(scaled4, s4, kN);
-    // The sums below round: 2^-21 of everything covers it.
-    const float margin = e6.bound + e4.bound + 0x1p-21f * (e6.value + e4.value + e6.bound + e4.bound);
-    four_wins = e4.value + margin < e6.value;              // err4 < err6 for certain
-    certain = four_wins || e4.value >= e6.value + margin;  // or err4 >= err6 for certain
+  if (kSmall && kN <= 32) {
+    const float s2_6 = scale_square(t, six.scale_code), s2_4 = scale_square(t, four.scale_code);
+    if (in_range || (six.by > 0.0f && four.by > 0.0f && estimable(s2_6) && estimable(s2_4))) {
+      const ErrorEstimate e6 = estimate_error(scaled6, s2_6, kN), e4 = estimate_error(scaled4, s2_4, kN);
+      // The sums below round: 2^-21 of everything covers it.
+      const float margin = e6.bound + e4.bound + 0x1p-21f * (e6.value + e4.value + e6.bound + e4.bound);
+      four_wins = e4.value + margin < e6.value;              // err4 < err6 for certain
+      certain = four_wins || e4.value >= e6.value + margin;  // or err4 >= err6 for certain
+    }
   }
-  if (!certain) four_wins = squared_error_of_words<kN>(x, words, sf4, g) < squared_error_of_words<kN>(x, six_words, sf6, g);
+  if (!certain) {
+    const float sf6 = e4m3_value_fast(six.scale_code), sf4 = e4m3_value_fast(four.scale_code);
+    four_wins = squared_error_of_words<kN>(x, words, sf4, t.g) < squared_error_of_words<kN>(x, six_words, sf6, t.g);
+  }
   if (four_wins) return four.scale_code;
   KVQ_UNROLL
   for (int w = 0; w < kN / 8; ++w) words[w] = six_words[w];
@@ -292,19 +318,23 @@ KVQ_HD inline bool lean_block(const GlobalTerms& t, float bmax) {
   return t.lean && bmax <= kLeanScaleMax && (bmax >= kLeanScaleMin || bmax == 0.0f);
 }
 
-// (1/g)/sf by divide_by_reciprocal from RN(1/g) and the table's RN(1/sf) (sf = 0: the IEEE quotient).
-struct LeanMultiplier {
-  const GlobalTerms& t;
-  KVQ_HD float operator()(std::uint8_t sf8, float sf) const {
-    return sf > 0.0f ? divide_by_reciprocal(t.rg, sf, t.table[sf8 & 0x7f]) : t.rg / sf;
-  }
+// (1/g)/sf from the table of g's code terms.
+struct TableMultiplier {
+  const CodeTerms* codes;
+  KVQ_HD float operator()(std::uint8_t sf8, float) const { return codes[sf8 & 0x7f].by; }
 };
 
-// recipe_detail::two_level_plan(r, g, bmax, divisor) for a lean_block, divisor 4 or a constant
-// RN(1/divisor) folds: the same plan, its quotients by reciprocal (see kLeanScaleMin).
-KVQ_HD inline BlockPlan two_level_plan_lean(const Recipe& r, const GlobalTerms& t, float bmax, float divisor) {
+// The block decode scale (bmax / divisor) / g of a lean_block by reciprocals (see kLeanScaleMin),
+// divisor 4 or a constant RN(1/divisor) folds.
+KVQ_HD inline float lean_scale(const GlobalTerms& t, float bmax, float divisor) {
   const float scaled = divisor == 4.0f ? bmax * 0.25f : divide_by_reciprocal(bmax, divisor, 1.0f / divisor);
-  return recipe_detail::two_level_plan_from(r, t.g, bmax, divide_by_reciprocal(scaled, t.g, t.rg), LeanMultiplier{t});
+  return divide_by_reciprocal(scaled, t.g, t.rg);
+}
+
+// recipe_detail::two_level_plan(r, g, bmax, divisor) for a lean_block: the same plan, its
+// quotients by reciprocal and its multiplier from the table.
+KVQ_HD inline BlockPlan two_level_plan_lean(const Recipe& r, const GlobalTerms& t, float bmax, float divisor) {
+  return recipe_detail::two_level_plan_from(r, t.g, bmax, lean_scale(t, bmax, divisor), TableMultiplier{t.codes});
 }
 
 // The plan of a finite block, lean where it can be (the reference and four_over_six rules' /6).
@@ -316,17 +346,40 @@ KVQ_HD inline BlockPlan plan_of(const Recipe& r, const GlobalTerms& t, float bma
   return plan_block(r, t.g, bmax, false);
 }
 
+// The two plans of four_over_six (divisors 6 and 4) for a finite block with max |x| = bmax: in the
+// usual case (lean g, bmax in [kLeanScaleMin, kLeanScaleMax], and neither scale code 0) both lean
+// scales at once, one paired conversion to their codes and the table's multipliers. No guard of
+// the rule applies there (bmax > 0, and sf * g >= 2^-49 > 0 for every code but 0), and every s2
+// is estimable (S in [2^-49, 2^49]). Else plan_of's plans, which may also divide or be zero.
+struct FourOverSixPlans {
+  BlockPlan six, four;
+  bool fast;
+};
+KVQ_HD inline FourOverSixPlans four_over_six_plans(const Recipe& r, const GlobalTerms& t, float bmax) {
+  if (t.lean && r.apply != Apply::divide && bmax >= kLeanScaleMin && bmax <= kLeanScaleMax) {
+    const float s6 = recipe_detail::clamped_scale(r, lean_scale(t, bmax, element_max(r)));  // E2M1: 6
+    const float s4 = recipe_detail::clamped_scale(r, lean_scale(t, bmax, 4.0f));
+    const std::uint16_t codes = e4m3x2_satfinite_fast(s6, s4);
+    const auto c6 = static_cast<std::uint8_t>(codes & 0xFF), c4 = static_cast<std::uint8_t>(codes >> 8);
+    if (c6 != 0 && c4 != 0)
+      return {{c6, ElementOp::multiply, t.codes[c6].by}, {c4, ElementOp::multiply, t.codes[c4].by}, true};
+  }
+  return {plan_of(r, t, bmax, element_max(r)), plan_of(r, t, bmax, 4.0f), false};
+}
+
 // four_over_six (recipe_detail::quantize_two_level) on a finite block with max |x| = bmax, for
-// E2M1 half-to-even elements when both candidates multiply (else false: the caller runs quantize_block): the /4 candidate's
-// words and scale where its squared error is lower, else the /6 candidate's (ties keep /6).
+// E2M1 half-to-even elements when both candidates multiply (else false: the caller runs
+// quantize_block): the /4 candidate's words and scale where its squared error is lower, else the
+// /6 candidate's (ties keep /6).
 template <int kN>
 KVQ_HD inline bool four_over_six_words(const Recipe& r, const GlobalTerms& t, const float* x, float bmax,
                                        std::uint32_t* words, std::uint8_t* scale) {
   if (r.element != FormatId::e2m1 || r.element_rounding != Rounding::nearest_even) return false;
-  const float g = t.g;
-  const BlockPlan six = plan_of(r, t, bmax, element_max(r));
-  const BlockPlan four = plan_of(r, t, bmax, 4.0f);  // E2M1
-  if (six.op != ElementOp::multiply || four.op != ElementOp::multiply || !packable(six) || !packable(four)) return false;
+  const FourOverSixPlans p = four_over_six_plans(r, t, bmax);
+  const BlockPlan &six = p.six, &four = p.four;
+  if (!p.fast &&
+      (six.op != ElementOp::multiply || four.op != ElementOp::multiply || !packable(six) || !packable(four)))
+    return false;
   if (six.scale_code == four.scale_code) {  // the same scale: the same codes and errors, and ties keep /6
     encode_words<kN, false, Magnitude::e2m1>(x, six.by, six.by, words);
     *scale = six.scale_code;
@@ -334,7 +387,8 @@ KVQ_HD inline bool four_over_six_words(const Recipe& r, const GlobalTerms& t, co
   }
   // |q| <= |bmax * y| for every element (rounding is monotonic): usually about 6 and 4.
   const bool small = fabsf(bmax * six.by) < 7.0f && fabsf(bmax * four.by) <= 4.5f;
-  *scale = small ? pick_four_over_six<kN, true>(x, g, six, four, words) : pick_four_over_six<kN, false>(x, g, six, four, words);
+  *scale = small ? pick_four_over_six<kN, true>(x, t, six, four, p.fast, words)
+                 : pick_four_over_six<kN, false>(x, t, six, four, p.fast, words);
   return true;
 }
 
@@ -363,8 +417,8 @@ KVQ_HD inline void pack_codes(const std::uint8_t* codes, int n, std::uint32_t* w
 // One block of kN values (a multiple of 8) of a 4-bit recipe: kN / 8 words (their little-endian
 // bytes are the packed pairs, element 2i in the low nibble) and the scale code, always equal to
 // quantize_block's codes packed.
-// t: global_terms(g, table), which kernels compute once for all their blocks (the table in shared
-// memory); without a table the two-level plans divide (the same results).
+// t: global_terms(g, codes), which kernels compute once for all their blocks (the table of g's code
+// terms in shared memory); without a table the two-level plans divide (the same results).
 template <int kN>
 KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, const GlobalTerms& t, const float* x,
                                                  std::uint32_t* words) {

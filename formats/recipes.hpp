@@ -170,6 +170,11 @@ KVQ_HD inline int pow2_exponent(const Recipe& r, float bmax) {
 
 namespace recipe_detail {
 
+// torchao's clamp of the block decode scale to [2^-6, 448] before its cast, where the recipe has it.
+KVQ_HD inline float clamped_scale(const Recipe& r, float s) {
+  return r.clamp_block_scale ? (s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s)) : s;
+}
+
 // Elements of a two-level block: q = cvt(x / denominator) or cvt(x * factor); zero: cvt(x * 0).
 KVQ_HD inline void encode_two_level(const Recipe& r, const float* x, int n, bool zero, bool divide, float by,
                                     std::uint8_t* codes) {
@@ -180,8 +185,7 @@ KVQ_HD inline void encode_two_level(const Recipe& r, const float* x, int n, bool
 // The reference scale rule for the block decode scale (bmax/divisor)/g; codes filled, sf8 returned.
 KVQ_HD inline std::uint8_t two_level_reference(const Recipe& r, float g, const float* x, int n, float bmax,
                                                float divisor, std::uint8_t* codes) {
-  float s = (bmax / divisor) / g;
-  if (r.clamp_block_scale) s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
+  const float s = clamped_scale(r, (bmax / divisor) / g);
   // The block-max guard also stores scale 0: an all-zero tensor (g = 0) would compute 0/0 and
   // store the NaN scale 0x7F, a bug seen in a shipped checkpoint.
   const bool zero_block =
@@ -303,7 +307,7 @@ namespace recipe_detail {
 // what the elements become. multiplier(sf8, sf) gives (1/g)/sf.
 template <typename Multiplier>
 KVQ_HD inline BlockPlan two_level_plan_from(const Recipe& r, float g, float bmax, float s, const Multiplier& multiplier) {
-  if (r.clamp_block_scale) s = s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s);
+  s = clamped_scale(r, s);
   // The block-max guard also stores scale 0: an all-zero tensor (g = 0) would compute 0/0 and
   // store the NaN scale 0x7F, a bug seen in a shipped checkpoint.
   const bool zero_block =

@@ -99,15 +99,20 @@ inline PagedDividers paged_dividers(const PagedStoreShape& s) {
 }
 
 // What the NVFP4 chunks take beside the global scales (formats/packed_quantize.hpp: GlobalTerms):
-// the E4M3 table (NVFP4: not null), and the per-tensor scales' reciprocals 1/k[0], 1/v[0], computed once
-// a call (with per-head scales a chunk computes its own).
+// the terms of the per-tensor scales k[0] and v[0], with the tables of their code terms (or null),
+// computed once a call. With per-head scales a chunk computes its head's terms, without a table.
 struct PagedTerms {
-  float k_reciprocal = 0.0f, v_reciprocal = 0.0f;
-  const float* table = nullptr;
+  GlobalTerms k, v;
 };
-KVQ_HD inline PagedTerms paged_terms(const PagedScales& scales, const float* table) {
-  return {1.0f / scales.k[0], 1.0f / scales.v[0], table};
+KVQ_HD inline PagedTerms paged_terms(const PagedScales& scales, const CodeTerms* k_codes, const CodeTerms* v_codes) {
+  return {global_terms(scales.k[0], k_codes), global_terms(scales.v[0], v_codes)};
 }
+// Host: with the tables themselves.
+struct PagedTables {
+  CodeTable k, v;
+  explicit PagedTables(const PagedScales& scales) : k(code_table(scales.k[0])), v(code_table(scales.v[0])) {}
+  PagedTerms terms(const PagedScales& scales) const { return paged_terms(scales, k.at, v.at); }
+};
 
 // One NVFP4 chunk to two words of packed codes (element 8w + k in bits 4k..4k+3 of word w) and
 // its scale code. kPacked: quantize_block_packed (formats/packed_quantize.hpp: FMA rounding, IMAD
@@ -183,8 +188,7 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const R
     return;
   }
   std::uint32_t words[kPagedChunk / 8];
-  const float rg = s.per_head_scales ? 1.0f / g : (is_k ? terms.k_reciprocal : terms.v_reciprocal);
-  const GlobalTerms t = global_terms(g, rg, terms.table);
+  const GlobalTerms t = s.per_head_scales ? global_terms(g) : (is_k ? terms.k : terms.v);
   const std::uint8_t scale = quantize_nvfp4_chunk<kPacked>(recipe, t, values, words);
   if constexpr (sizeof(Index) == 4) {  // paged_store_narrow: a block's bytes fit 31 bits
     std::uint8_t* base = a.key_cache + static_cast<std::int64_t>(block) * L.block_bytes();
@@ -201,7 +205,8 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const R
 // and the kernel compute them once).
 template <typename Index, bool kPacked = true>
 inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, Index item) {
-  paged_store_chunk<Index, kPacked>(s, s.recipe, scales, a, item, paged_dividers(s), paged_terms(scales, kE4m3Table.reciprocal));
+  const PagedTables tables(scales);
+  paged_store_chunk<Index, kPacked>(s, s.recipe, scales, a, item, paged_dividers(s), tables.terms(scales));
 }
 
 // GPU: device pointers for args, host values for scales, an opaque cudaStream_t. With

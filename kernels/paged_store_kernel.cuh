@@ -16,7 +16,7 @@
 
 #include <cstdint>
 
-#include "kernels/e4m3_table.cuh"
+#include "kernels/code_table.cuh"
 #include "kernels/paged_store.hpp"
 
 namespace kvq::kernels::paged_kernel {
@@ -90,21 +90,21 @@ __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, c
                                                  const PagedStoreArgs& args, const PagedDividers& d) {
   const PagedStoreShape s = specialise<F, T>(shape);
   const std::int64_t items = paged_store_items(s);
-  // NVFP4: the E4M3 table once a thread block, and the scales' reciprocals, which go through
+  // NVFP4: the per-tensor scales' terms and code tables once a thread block. The terms go through
   // shared memory: computed in registers, nvcc recomputed 1/g for every chunk (the chunk's own
   // 1/g is the same number where the scales are per tensor).
   PagedTerms terms{};
   if constexpr (F == PagedFormat::nvfp4) {
-    __shared__ float shared_table[kE4m3Codes];
-    __shared__ float shared_reciprocals[2];
-    if (threadIdx.x == 0) {
-      const PagedTerms once = paged_terms(scales, nullptr);
-      shared_reciprocals[0] = once.k_reciprocal;
-      shared_reciprocals[1] = once.v_reciprocal;
-    }
-    terms = {0.0f, 0.0f, shared_e4m3_table(shared_table)};  // its barrier publishes the reciprocals too
-    terms.k_reciprocal = shared_reciprocals[0];
-    terms.v_reciprocal = shared_reciprocals[1];
+    __shared__ CodeTerms shared_codes[2][kE4m3Codes];
+    __shared__ PagedTerms shared_terms;
+    if (threadIdx.x == 0) shared_terms = paged_terms(scales, shared_codes[0], shared_codes[1]);
+    __syncthreads();
+    fill_code_table(shared_terms.k.g, shared_terms.k.rg, shared_codes[0]);
+    fill_code_table(shared_terms.v.g, shared_terms.v.rg, shared_codes[1]);
+    __syncthreads();
+    terms = shared_terms;
+    terms.k.codes = shared_codes[0];  // the same addresses, known to be shared memory
+    terms.v.codes = shared_codes[1];
   }
   for (std::int64_t item = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; item < items;
        item += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -118,7 +118,7 @@ __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, c
 }
 
 constexpr int kThreads = 128;
-static_assert(kThreads >= kE4m3Codes, "a thread a table entry (kernels/e4m3_table.cuh)");
+static_assert(kThreads >= kE4m3Codes, "a thread a table entry (kernels/code_table.cuh)");
 
 template <int C, PagedFormat F, DType T, typename Index>
 __global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d) {

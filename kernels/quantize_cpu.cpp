@@ -30,7 +30,8 @@ std::string quantize_cpu(const QuantizeShape& s, DType input, const void* x, flo
                          std::uint8_t* scales) {
   if (auto e = validate(s); !e.empty()) return e;
   if (lane_split(s)) return quantize_lanes_cpu(s, input, x, g, codes, scales);  // as device::quantize
-  const GlobalTerms t = global_terms(g, kE4m3Table.reciprocal);  // as the kernels: g's terms once
+  const CodeTable table = code_table(g);  // as the kernels: g's terms once
+  const GlobalTerms t = global_terms(g, table.at);
   for (std::int64_t row = 0; row < s.rows; ++row)
     for (std::int64_t b = 0; b < s.cols / s.block(); ++b) {
       // The kernels' fixed block sizes run the fixed-size code (quantize_block_packed for 4-bit).

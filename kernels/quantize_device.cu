@@ -5,7 +5,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels/device_launch.cuh"
-#include "kernels/e4m3_table.cuh"
+#include "kernels/code_table.cuh"
 #include "kernels/lane_quantize.hpp"
 #include "kernels/quantize.hpp"
 
@@ -67,7 +67,7 @@ __device__ inline QuantizeShape specialise(QuantizeShape s) {
 }
 
 // Whether configuration C may run the reference two-level rule (or four_over_six), whose lean plans
-// read the E4M3 table (formats/packed_quantize.hpp: two_level_plan_lean).
+// read the table of g's code terms (formats/packed_quantize.hpp: CodeTerms).
 template <int C>
 constexpr bool kTableOf = C == kGeneric || (kFixed[C].scale == BlockScale::e4m3_two_level &&
                                             (kFixed[C].two_level == TwoLevel::reference ||
@@ -76,10 +76,12 @@ constexpr bool kTableOf = C == kGeneric || (kFixed[C].scale == BlockScale::e4m3_
 template <int C, DType T>
 __global__ void quantize_kernel(QuantizeShape shape, const void* x, float g, std::uint8_t* codes, std::uint8_t* scales) {
   const QuantizeShape s = specialise<C>(shape);
-  GlobalTerms t = global_terms(g);  // g's terms once a thread, the E4M3 table once a thread block
+  GlobalTerms t = global_terms(g);  // g's terms once a thread, its code table once a thread block
   if constexpr (kTableOf<C>) {
-    __shared__ float shared_table[kE4m3Codes];
-    t = global_terms(g, shared_e4m3_table(shared_table));
+    __shared__ CodeTerms shared_codes[kE4m3Codes];
+    fill_code_table(g, t.rg, shared_codes);
+    __syncthreads();
+    t = global_terms(g, t.rg, shared_codes);
   }
   const std::int64_t blocks_per_row = s.cols / s.block();
   const std::int64_t total = s.rows * blocks_per_row;
@@ -223,7 +225,7 @@ using launch::grid_for;
 using launch::status;
 
 constexpr int kThreads = 128;
-static_assert(kThreads >= kE4m3Codes, "a thread a table entry (kernels/e4m3_table.cuh)");
+static_assert(kThreads >= kE4m3Codes, "a thread a table entry (kernels/code_table.cuh)");
 
 }  // namespace
 

@@ -9,9 +9,6 @@
 #include "formats/fast_paths.hpp"
 #include "formats/packed_quantize.hpp"
 #include "proptests/harness/mix32.hpp"
-#if defined(__CUDACC__)
-#include "kernels/e4m3_table.cuh"
-#endif
 
 namespace kvq::props {
 
@@ -19,9 +16,9 @@ enum class FastPath : int {
   e2m1_rne, e2m1_rna, e4m3_satfinite, bf16_rne, fp16_rne, e2m1_value, e4m3_value, int4_rne, int8_rne, int4_value, int8_value,
   e4m3_from_fp64, e4m3_from_fp64_sticky, e2m1_magic, int4_magic, e2m1_divide_a, e2m1_divide_b, bf16x2_rne_finite,
   fp16x2_rne_finite, e4m3x2_of_products, e4m3x4_satfinite, e2m1_magic_away,
-  e2m1_magic_below_7, e2m1_magic_to_4_5, scale_quotient_a, scale_quotient_b, e4m3_scale_table
+  e2m1_magic_below_7, e2m1_magic_to_4_5, scale_quotient_a, scale_quotient_b, code_terms, e2m1_round_below_7
 };
-inline constexpr int kFastPathCount = 27;
+inline constexpr int kFastPathCount = 28;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
     "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
@@ -29,7 +26,7 @@ inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "int4-magnitude-magic", "e2m1-divide-by-reciprocal-set-a", "e2m1-divide-by-reciprocal-set-b", "bf16x2-rne-finite",
     "fp16x2-rne-finite", "e4m3x2-of-products-finite", "e4m3x4-rne-satfinite", "e2m1-magnitude-magic-away",
     "e2m1-magnitude-magic-below-7", "e2m1-magnitude-magic-to-4.5", "scale-quotient-by-reciprocal-set-a",
-    "scale-quotient-by-reciprocal-set-b", "e4m3-scale-table"};
+    "scale-quotient-by-reciprocal-set-b", "code-terms", "e2m1-round-below-7"};
 
 // Denominators of the divide cases (formats/packed_quantize.hpp: divide_by_reciprocal is used for
 // d in [2^-64, 2^64]): both ends, powers of two, E4M3 x FP32 products, odd mantissas, near-ones.
@@ -86,20 +83,34 @@ KVQ_HD inline std::uint32_t scale_quotients(std::uint32_t bits, int set, bool fa
   return fold;
 }
 
-// The E4M3 scale table of the lean plans, a compile-time constant (formats/packed_quantize.hpp:
-// kE4m3Table on the host, kernels/e4m3_table.cuh's __constant__ copy on the device), against the
-// IEEE reciprocal, computed at run time, of the codec's value of code bits & 0x7F (0 for 0 and NaN).
-KVQ_HD inline std::uint32_t e4m3_table_case(std::uint32_t bits, bool reference) {
+// A g's code terms (formats/packed_quantize.hpp: code_terms, what the kernels' tables hold) against
+// their definition from the codec's value sf of the code: (1/g)/sf and RN(RN(sf * g)^2), IEEE.
+// The input: code bits & 0x7F, which term bit 7, g the positive FP32 (bits & 0x7FFFFF00) | 0x80
+// (finite g only, and not the NaN code: others read 0).
+KVQ_HD inline std::uint32_t code_terms_case(std::uint32_t bits, bool reference) {
   const int code = static_cast<int>(bits & 0x7fu);
+  const bool square = (bits >> 7) & 1u;
+  const float g = float_from_bits((bits & 0x7fffff00u) | 0x80u);
+  if (!(g <= 3.4028235e38f) || code == 0x7f) return 0;
   if (reference) {
-    const float value = decode_float(kE4M3FN, static_cast<std::uint64_t>(code));
-    return bits_of(value > 0.0f && value <= 448.0f ? 1.0f / value : 0.0f);
+    const float sf = decode_float(kE4M3FN, static_cast<std::uint64_t>(code)), s = sf * g;
+    return bits_of(square ? s * s : (1.0f / g) / sf);
   }
-#if defined(__CUDA_ARCH__)
-  return bits_of(kernels::kDeviceE4m3Table.reciprocal[code]);
-#else
-  return bits_of(kE4m3Table.reciprocal[code]);
-#endif
+  const CodeTerms t = code_terms(g, 1.0f / g, code);
+  return bits_of(square ? t.s2 : t.by);
+}
+
+// E2M1 half to even by e2m1_round_below_7 (formats/fast_paths.hpp) for |x| < 7 (others read 0): the
+// bits of its tiny, which must be the codec's magnitude code << 22 (a value off the E2M1 grid
+// would show in other bits).
+KVQ_HD inline std::uint32_t round_below_7_case(std::uint32_t bits, bool reference) {
+  const float a = fabsf(float_from_bits(bits));
+  if (!(a < 7.0f)) return 0;
+  if (reference) {
+    const Conversion e2m1 = convention_conversion(ConventionId::cuda_satfinite, FormatId::e2m1, Rounding::nearest_even);
+    return (static_cast<std::uint32_t>(encode(kE2M1, e2m1, unpack(kFP32, bits))) & 7u) << 22;
+  }
+  return bits_of(e2m1_round_below_7(a).tiny);
 }
 
 // The paired packers (formats/fast_decode.hpp) take non-NaN values only: x in the low half, -x in
@@ -172,7 +183,8 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
       return fabsf(x) <= 4.5f ? bits_of(e2m1_magnitude_magic_to_4_5(fabsf(x))) - bits_of(kMagnitudeMagic) : 0u;
     case FastPath::scale_quotient_a: return scale_quotients(bits, 0, true);
     case FastPath::scale_quotient_b: return scale_quotients(bits, 1, true);
-    case FastPath::e4m3_scale_table: return e4m3_table_case(bits, false);
+    case FastPath::code_terms: return code_terms_case(bits, false);
+    case FastPath::e2m1_round_below_7: return round_below_7_case(bits, false);
   }
   return 0;
 }
@@ -226,7 +238,8 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
     }
     case FastPath::scale_quotient_a: return scale_quotients(bits, 0, false);  // IEEE division
     case FastPath::scale_quotient_b: return scale_quotients(bits, 1, false);
-    case FastPath::e4m3_scale_table: return e4m3_table_case(bits, true);
+    case FastPath::code_terms: return code_terms_case(bits, true);
+    case FastPath::e2m1_round_below_7: return round_below_7_case(bits, true);
   }
   return 0;
 }

@@ -63,13 +63,14 @@ rc::Gen<PackedCase> gen_case(const Recipe& r, int n) {
   });
 }
 
-// Both ways in: g alone (its terms computed for the block), and g's terms with the table.
+// Both ways in: g alone (its terms computed for the block), and g's terms with its code table.
 template <int kN>
 void check_packed(const Recipe& r, const PackedCase& c) {
   std::uint32_t words[kN / 8], table_words[kN / 8], expected_words[kN / 8];
   std::uint8_t codes[kN];
   const std::uint8_t scale = quantize_block_packed<kN>(r, c.g, c.x.data(), words);
-  const std::uint8_t table_scale = quantize_block_packed<kN>(r, global_terms(c.g, kE4m3Table.reciprocal), c.x.data(), table_words);
+  const CodeTable table = code_table(c.g);
+  const std::uint8_t table_scale = quantize_block_packed<kN>(r, global_terms(c.g, table.at), c.x.data(), table_words);
   const std::uint8_t expected_scale = quantize_block(r, c.g, c.x.data(), kN, codes);
   pack_codes(codes, kN, expected_words);
   RC_ASSERT(hex_code(kE4M3FN, scale) == hex_code(kE4M3FN, expected_scale));
@@ -92,7 +93,8 @@ void check_lean_plan(const Recipe& r) {
     });
   };
   const float g = magnitude(), bmax = magnitude();
-  const GlobalTerms t = global_terms(g, kE4m3Table.reciprocal);
+  const CodeTable table = code_table(g);
+  const GlobalTerms t = global_terms(g, table.at);
   RC_PRE(packed_detail::lean_block(t, bmax));
   for (const float divisor : {element_max(r), 4.0f}) {
     const BlockPlan lean = packed_detail::two_level_plan_lean(r, t, bmax, divisor);
@@ -101,6 +103,50 @@ void check_lean_plan(const Recipe& r) {
     RC_ASSERT(static_cast<int>(lean.op) == static_cast<int>(plan.op));
     RC_ASSERT(hex_code(kFP32, bits_of(lean.by)) == hex_code(kFP32, bits_of(plan.by)));
   }
+}
+
+// four_over_six's fast plans (packed_detail::four_over_six_plans: both lean scales, one paired
+// conversion, the table) equal two_level_plan's: code, operation and multiplier, for both
+// divisors. g log-uniform over and past the lean range, or a power of two (whose scales hit E4M3
+// midpoints exactly); bmax log-uniform, or (mostly) the preimage of an E4M3 midpoint under one
+// divisor and each of its 16 nearest FP32 neighbours: the scale's ties and near-ties, where a
+// quotient off by an ulp shows.
+void check_fast_plans(const Recipe& r) {
+  const auto log_uniform = [](int lo, int hi) {
+    return rc::gen::map(rc::gen::pair(rc::gen::inRange(lo, hi), rc::gen::inRange<std::uint32_t>(0, 0x800000u)),
+                        [](std::pair<int, std::uint32_t> p) { return std::ldexp(float_from_bits(0x3f800000u | p.second), p.first); });
+  };
+  const float g = *rc::gen::weightedOneOf<float>({
+      {6, log_uniform(-46, 46)},
+      {2, rc::gen::map(rc::gen::inRange(-42, 42), [](int e) { return std::ldexp(1.0f, e); })},
+      {1, rc::gen::element(0x1p-40f, 0x1p40f, 0x1.fffffep-41f, 0x1.000002p40f, 0x1.555556p-11f)},
+  });
+  const CodeTable table = code_table(g);
+  const GlobalTerms t = global_terms(g, table.at);
+  int fast = 0;
+  const auto check = [&](float bmax) {
+    if (!(bmax > 0.0f && bmax <= 3.4028235e38f)) return;
+    const packed_detail::FourOverSixPlans p = packed_detail::four_over_six_plans(r, t, bmax);
+    if (!p.fast) return;
+    ++fast;
+    for (const float d : {6.0f, 4.0f}) {
+      const BlockPlan& mine = d == 6.0f ? p.six : p.four;
+      const BlockPlan plan = recipe_detail::two_level_plan(r, g, bmax, d);
+      RC_ASSERT(hex_code(kE4M3FN, mine.scale_code) == hex_code(kE4M3FN, plan.scale_code));
+      RC_ASSERT(static_cast<int>(mine.op) == static_cast<int>(plan.op));
+      RC_ASSERT(hex_code(kFP32, bits_of(mine.by)) == hex_code(kFP32, bits_of(plan.by)));
+    }
+  };
+  if (*rc::gen::inRange(0, 4) == 0) {
+    check(*log_uniform(-60, 60));
+  } else {
+    const int e = *rc::gen::inRange(-7, 9), k = *rc::gen::inRange(0, 8);
+    const float divisor = *rc::gen::element(6.0f, 4.0f);
+    const float mid = std::ldexp(8.5f + static_cast<float>(k), e - 3);  // (8 + k + 1/2) * 2^(e - 3)
+    const std::uint32_t center = bits_of(mid * divisor * g);
+    for (int nudge = -8; nudge <= 8; ++nudge) check(float_from_bits(center + static_cast<std::uint32_t>(nudge)));
+  }
+  RC_TAG(fast > 0 ? "some fast plans" : "no fast plan");
 }
 
 // The 4over6 error estimate (packed_detail::estimate_error) holds its bound against the exact FP32
@@ -114,11 +160,9 @@ void check_error_estimate(const Recipe& r, const PackedCase& c) {
   }
   for (const float divisor : {6.0f, 4.0f}) {
     const BlockPlan p = recipe_detail::two_level_plan(r, c.g, bmax, divisor);
-    const float sf = e4m3_value_fast(p.scale_code), s = sf * c.g;
+    const float sf = e4m3_value_fast(p.scale_code), s = sf * c.g, s2 = s * s;
     const bool small = std::fabs(bmax * p.by) < (divisor == 6.0f ? 7.0f : 4.5f);
-    if (p.op != ElementOp::multiply || !(p.by > 0.0f) || !small || !(s >= packed_detail::kEstimateScaleMin) ||
-        !(s <= packed_detail::kEstimateScaleMax))
-      continue;
+    if (p.op != ElementOp::multiply || !(p.by > 0.0f) || !small || !packed_detail::estimable(s2)) continue;
     std::uint32_t signs[kN / 8], words[kN / 8];
     for (int w = 0; w < kN / 8; ++w) signs[w] = packed_detail::sign_nibbles(c.x.data() + 8 * w);
     const float scaled =
@@ -127,7 +171,7 @@ void check_error_estimate(const Recipe& r, const PackedCase& c) {
     std::uint8_t codes[kN];
     recipe_detail::two_level_reference(r, c.g, c.x.data(), kN, bmax, divisor, codes);
     const float exact = recipe_detail::two_level_squared_error(r, c.g, c.x.data(), kN, p.scale_code, codes);
-    const packed_detail::ErrorEstimate e = packed_detail::estimate_error(scaled, s, kN);
+    const packed_detail::ErrorEstimate e = packed_detail::estimate_error(scaled, s2, kN);
     RC_ASSERT(std::fabs(static_cast<double>(exact) - static_cast<double>(e.value)) <= static_cast<double>(e.bound));
   }
 }
@@ -160,6 +204,9 @@ void register_packed_quantize_properties() {
         (r.two_level == TwoLevel::reference || r.two_level == TwoLevel::four_over_six))
       add_property("kernels", "packed/" + std::string(named.name) + "/lean-plan-equals-plan", Device::cpu,
                    [r](const RunContext& ctx) { return check_random(ctx, [&] { check_lean_plan(r); }); });
+    if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six)
+      add_property("kernels", "packed/" + std::string(named.name) + "/fast-plans-equal-plans", Device::cpu,
+                   [r](const RunContext& ctx) { return check_random(ctx, [&] { check_fast_plans(r); }); });
   }
 }
 KVQ_REGISTER_PROPERTIES(register_packed_quantize_properties);

@@ -92,9 +92,10 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
     KVQ_FAST_CASE(e2m1_magic_to_4_5)
     KVQ_FAST_CASE(scale_quotient_a)
     KVQ_FAST_CASE(scale_quotient_b)
-    KVQ_FAST_CASE(e4m3_scale_table)
+    KVQ_FAST_CASE(code_terms)
+    KVQ_FAST_CASE(e2m1_round_below_7)
 #undef KVQ_FAST_CASE
-    static_assert(props::kFastPathCount == 27, "one KVQ_FAST_CASE line per fast path");
+    static_assert(props::kFastPathCount == 28, "one KVQ_FAST_CASE line per fast path");
   }
   return cudaErrorInvalidValue;
 }
