@@ -46,7 +46,7 @@ inline constexpr float kLeanScaleMin = 0x1p-40f, kLeanScaleMax = 0x1p40f;
 // zero plan) and s2 = RN(S * S), S = RN(sf * g), for the four_over_six error estimate. Computed
 // once for a g (kernels: once a thread block, in shared memory, a thread an entry).
 inline constexpr int kE4m3Codes = 128;
-struct CodeTerms {
+struct alignas(8) CodeTerms {
   float by = 0.0f, s2 = 0.0f;
 };
 KVQ_HD inline CodeTerms code_terms(float g, float rg, int code) {
@@ -269,14 +269,21 @@ KVQ_HD inline float scale_square(const GlobalTerms& t, std::uint8_t code) {
   return s * s;
 }
 
+// The two plans of four_over_six (divisors 6 and 4) with their scale_square; fast: both multiply
+// by y > 0 and both squares are estimable (four_over_six_plans).
+struct FourOverSixPlans {
+  BlockPlan six, four;
+  float s2_six, s2_four;
+  bool fast;
+};
+
 // Both candidates: the /4 words where its squared error is lower, else the /6 words (ties keep /6).
 // Small blocks whose scales allow it decide on the error estimates where they differ by more than
 // their bounds (the usual case: a few instructions an element fewer than the exact errors), the
 // others on the exact FP32 errors, computed from the words (the codes are the same either way).
-// in_range: both plans multiply by y > 0 and both s2 are estimable (known from four_over_six_plans).
 template <int kN, bool kSmall>
-KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, const GlobalTerms& t, const BlockPlan& six,
-                                              const BlockPlan& four, bool in_range, std::uint32_t* words) {
+KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, float g, const FourOverSixPlans& p, std::uint32_t* words) {
+  const BlockPlan &six = p.six, &four = p.four;
   std::uint32_t signs[kN / 8], six_words[kN / 8];
   KVQ_UNROLL
   for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles(x + 8 * w);
@@ -284,9 +291,8 @@ KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, const GlobalTerms&
   const float scaled4 = encode_words_with_error<kN, kSmall, false>(x, four.by, signs, words);
   bool four_wins = false, certain = false;
   if (kSmall && kN <= 32) {
-    const float s2_6 = scale_square(t, six.scale_code), s2_4 = scale_square(t, four.scale_code);
-    if (in_range || (six.by > 0.0f && four.by > 0.0f && estimable(s2_6) && estimable(s2_4))) {
-      const ErrorEstimate e6 = estimate_error(scaled6, s2_6, kN), e4 = estimate_error(scaled4, s2_4, kN);
+    if (p.fast || (six.by > 0.0f && four.by > 0.0f && estimable(p.s2_six) && estimable(p.s2_four))) {
+      const ErrorEstimate e6 = estimate_error(scaled6, p.s2_six, kN), e4 = estimate_error(scaled4, p.s2_four, kN);
       // The sums below round: 2^-21 of everything covers it.
       const float margin = e6.bound + e4.bound + 0x1p-21f * (e6.value + e4.value + e6.bound + e4.bound);
       four_wins = e4.value + margin < e6.value;              // err4 < err6 for certain
@@ -295,7 +301,7 @@ KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, const GlobalTerms&
   }
   if (!certain) {
     const float sf6 = e4m3_value_fast(six.scale_code), sf4 = e4m3_value_fast(four.scale_code);
-    four_wins = squared_error_of_words<kN>(x, words, sf4, t.g) < squared_error_of_words<kN>(x, six_words, sf6, t.g);
+    four_wins = squared_error_of_words<kN>(x, words, sf4, g) < squared_error_of_words<kN>(x, six_words, sf6, g);
   }
   if (four_wins) return four.scale_code;
   KVQ_UNROLL
@@ -348,23 +354,22 @@ KVQ_HD inline BlockPlan plan_of(const Recipe& r, const GlobalTerms& t, float bma
 
 // The two plans of four_over_six (divisors 6 and 4) for a finite block with max |x| = bmax: in the
 // usual case (lean g, bmax in [kLeanScaleMin, kLeanScaleMax], and neither scale code 0) both lean
-// scales at once, one paired conversion to their codes and the table's multipliers. No guard of
-// the rule applies there (bmax > 0, and sf * g >= 2^-49 > 0 for every code but 0), and every s2
-// is estimable (S in [2^-49, 2^49]). Else plan_of's plans, which may also divide or be zero.
-struct FourOverSixPlans {
-  BlockPlan six, four;
-  bool fast;
-};
+// scales at once, one paired conversion to their codes and the table's terms. No guard of the
+// rule applies there (bmax > 0, and sf * g >= 2^-49 > 0 for every code but 0), and every s2 is
+// estimable (S in [2^-49, 2^49]). Else plan_of's plans, which may also divide or be zero.
 KVQ_HD inline FourOverSixPlans four_over_six_plans(const Recipe& r, const GlobalTerms& t, float bmax) {
   if (t.lean && r.apply != Apply::divide && bmax >= kLeanScaleMin && bmax <= kLeanScaleMax) {
     const float s6 = recipe_detail::clamped_scale(r, lean_scale(t, bmax, element_max(r)));  // E2M1: 6
     const float s4 = recipe_detail::clamped_scale(r, lean_scale(t, bmax, 4.0f));
     const std::uint16_t codes = e4m3x2_satfinite_fast(s6, s4);
     const auto c6 = static_cast<std::uint8_t>(codes & 0xFF), c4 = static_cast<std::uint8_t>(codes >> 8);
-    if (c6 != 0 && c4 != 0)
-      return {{c6, ElementOp::multiply, t.codes[c6].by}, {c4, ElementOp::multiply, t.codes[c4].by}, true};
+    if (c6 != 0 && c4 != 0) {
+      const CodeTerms six = t.codes[c6], four = t.codes[c4];
+      return {{c6, ElementOp::multiply, six.by}, {c4, ElementOp::multiply, four.by}, six.s2, four.s2, true};
+    }
   }
-  return {plan_of(r, t, bmax, element_max(r)), plan_of(r, t, bmax, 4.0f), false};
+  const BlockPlan six = plan_of(r, t, bmax, element_max(r)), four = plan_of(r, t, bmax, 4.0f);
+  return {six, four, scale_square(t, six.scale_code), scale_square(t, four.scale_code), false};
 }
 
 // four_over_six (recipe_detail::quantize_two_level) on a finite block with max |x| = bmax, for
@@ -387,8 +392,7 @@ KVQ_HD inline bool four_over_six_words(const Recipe& r, const GlobalTerms& t, co
   }
   // |q| <= |bmax * y| for every element (rounding is monotonic): usually about 6 and 4.
   const bool small = fabsf(bmax * six.by) < 7.0f && fabsf(bmax * four.by) <= 4.5f;
-  *scale = small ? pick_four_over_six<kN, true>(x, t, six, four, p.fast, words)
-                 : pick_four_over_six<kN, false>(x, t, six, four, p.fast, words);
+  *scale = small ? pick_four_over_six<kN, true>(x, t.g, p, words) : pick_four_over_six<kN, false>(x, t.g, p, words);
   return true;
 }
 

@@ -99,19 +99,30 @@ inline PagedDividers paged_dividers(const PagedStoreShape& s) {
 }
 
 // What the NVFP4 chunks take beside the global scales (formats/packed_quantize.hpp: GlobalTerms):
-// the terms of the per-tensor scales k[0] and v[0], with the tables of their code terms (or null),
-// computed once a call. With per-head scales a chunk computes its head's terms, without a table.
+// for the per-tensor scales k[0] and v[0], their reciprocals and the tables of their code terms (the
+// K table, then the V table, or null), computed once a call; lean where both scales are. A chunk
+// of per-head scales computes its head's terms, without a table.
 struct PagedTerms {
-  GlobalTerms k, v;
+  float k_reciprocal = 0.0f, v_reciprocal = 0.0f;
+  const CodeTerms* codes = nullptr;
+  bool lean = false;
+  // The terms of side K or V (codes not null): selects, not a copy of either side's terms.
+  KVQ_HD GlobalTerms side(bool is_k, float g) const {
+    return {g, is_k ? k_reciprocal : v_reciprocal, codes + (is_k ? 0 : kE4m3Codes), lean};
+  }
 };
-KVQ_HD inline PagedTerms paged_terms(const PagedScales& scales, const CodeTerms* k_codes, const CodeTerms* v_codes) {
-  return {global_terms(scales.k[0], k_codes), global_terms(scales.v[0], v_codes)};
+KVQ_HD inline PagedTerms paged_terms(const PagedScales& scales, const CodeTerms* codes) {
+  const GlobalTerms k = global_terms(scales.k[0], codes), v = global_terms(scales.v[0], codes);
+  return {k.rg, v.rg, codes, k.lean && v.lean};
 }
 // Host: with the tables themselves.
 struct PagedTables {
-  CodeTable k, v;
-  explicit PagedTables(const PagedScales& scales) : k(code_table(scales.k[0])), v(code_table(scales.v[0])) {}
-  PagedTerms terms(const PagedScales& scales) const { return paged_terms(scales, k.at, v.at); }
+  CodeTerms at[2 * kE4m3Codes];
+  explicit PagedTables(const PagedScales& scales) {
+    const CodeTable k = code_table(scales.k[0]), v = code_table(scales.v[0]);
+    for (int c = 0; c < kE4m3Codes; ++c) at[c] = k.at[c], at[kE4m3Codes + c] = v.at[c];
+  }
+  PagedTerms terms(const PagedScales& scales) const { return paged_terms(scales, at); }
 };
 
 // One NVFP4 chunk to two words of packed codes (element 8w + k in bits 4k..4k+3 of word w) and
@@ -188,7 +199,7 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const R
     return;
   }
   std::uint32_t words[kPagedChunk / 8];
-  const GlobalTerms t = s.per_head_scales ? global_terms(g) : (is_k ? terms.k : terms.v);
+  const GlobalTerms t = s.per_head_scales ? global_terms(g) : terms.side(is_k, g);
   const std::uint8_t scale = quantize_nvfp4_chunk<kPacked>(recipe, t, values, words);
   if constexpr (sizeof(Index) == 4) {  // paged_store_narrow: a block's bytes fit 31 bits
     std::uint8_t* base = a.key_cache + static_cast<std::int64_t>(block) * L.block_bytes();

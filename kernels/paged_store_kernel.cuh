@@ -95,16 +95,15 @@ __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, c
   // 1/g is the same number where the scales are per tensor).
   PagedTerms terms{};
   if constexpr (F == PagedFormat::nvfp4) {
-    __shared__ CodeTerms shared_codes[2][kE4m3Codes];
+    __shared__ CodeTerms shared_codes[2 * kE4m3Codes];  // K's table, then V's
     __shared__ PagedTerms shared_terms;
-    if (threadIdx.x == 0) shared_terms = paged_terms(scales, shared_codes[0], shared_codes[1]);
+    if (threadIdx.x == 0) shared_terms = paged_terms(scales, shared_codes);
     __syncthreads();
-    fill_code_table(shared_terms.k.g, shared_terms.k.rg, shared_codes[0]);
-    fill_code_table(shared_terms.v.g, shared_terms.v.rg, shared_codes[1]);
+    fill_code_table(scales.k[0], shared_terms.k_reciprocal, shared_codes);
+    fill_code_table(scales.v[0], shared_terms.v_reciprocal, shared_codes + kE4m3Codes);
     __syncthreads();
     terms = shared_terms;
-    terms.k.codes = shared_codes[0];  // the same addresses, known to be shared memory
-    terms.v.codes = shared_codes[1];
+    terms.codes = shared_codes;  // the same address, known to be shared memory
   }
   for (std::int64_t item = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; item < items;
        item += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
