@@ -239,7 +239,9 @@ KVQ_HD inline float squared_error_of_words(const float* x, const std::uint32_t* 
   float sum = 0.0f;
   KVQ_UNROLL
   for (int i = 0; i < kN; ++i) {
-    const float v = e2m1_value_fast(static_cast<std::uint8_t>((words[i / 8] >> (4 * (i % 8))) & 7u));
+    const int k = i % 8;  // the code's bits to 22..24: its magnitude times 2^-126 (e2m1_tiny_of_magic)
+    const std::uint32_t word = words[i / 8], tiny = (4 * k <= 22 ? word << (22 - 4 * k) : word >> (4 * k - 22)) & (7u << 22);
+    const float v = float_from_bits(tiny) * kTinyToE2m1;
     const float d = fabsf(x[i]) - (v * sf) * g;
     const float square = d * d;
     sum = sum + square;
@@ -261,6 +263,20 @@ KVQ_HD inline ErrorEstimate estimate_error(float scaled, float s2, int n) {
 }
 inline constexpr float kEstimateSquareMin = 0x1p-100f, kEstimateSquareMax = 0x1p100f;
 KVQ_HD inline bool estimable(float s2) { return s2 >= kEstimateSquareMin && s2 <= kEstimateSquareMax; }
+
+// The comparison of two candidates' exact errors from their estimates, where it is certain: the
+// difference d = v6 - v4 of the values against m = (2^-13 + 2^-21)(v6 + v4) + n 2^-23 (s2_6 + s2_4),
+// the two bounds (2^-13 v + n 2^-23 s2 each) and 2^-21 of the values for the rounding of d and of
+// m itself. four_wins: err4 < err6; certain: |d| > m (else the caller compares exactly).
+struct Decision {
+  bool four_wins, certain;
+};
+KVQ_HD inline Decision decide_by_estimates(float scaled6, float s2_6, float scaled4, float s2_4, int n) {
+  const float v6 = scaled6 * s2_6, v4 = scaled4 * s2_4;
+  const float m = fmaf(v6 + v4, 0x1.01p-13f, (s2_6 + s2_4) * (static_cast<float>(n) * 0x1p-23f));
+  const float d = v6 - v4;
+  return {d > m, fabsf(d) > m};
+}
 
 // RN(RN(sf * g)^2) of a scale code: the table's, or computed.
 KVQ_HD inline float scale_square(const GlobalTerms& t, std::uint8_t code) {
@@ -292,11 +308,8 @@ KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, float g, const Fou
   bool four_wins = false, certain = false;
   if (kSmall && kN <= 32) {
     if (p.fast || (six.by > 0.0f && four.by > 0.0f && estimable(p.s2_six) && estimable(p.s2_four))) {
-      const ErrorEstimate e6 = estimate_error(scaled6, p.s2_six, kN), e4 = estimate_error(scaled4, p.s2_four, kN);
-      // The sums below round: 2^-21 of everything covers it.
-      const float margin = e6.bound + e4.bound + 0x1p-21f * (e6.value + e4.value + e6.bound + e4.bound);
-      four_wins = e4.value + margin < e6.value;              // err4 < err6 for certain
-      certain = four_wins || e4.value >= e6.value + margin;  // or err4 >= err6 for certain
+      const Decision d = decide_by_estimates(scaled6, p.s2_six, scaled4, p.s2_four, kN);
+      four_wins = d.four_wins, certain = d.certain;
     }
   }
   if (!certain) {

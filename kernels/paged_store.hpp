@@ -63,7 +63,7 @@ std::string validate(const PagedStoreShape& s, const PagedScales& scales, const 
 // given to two tokens (rejected: the write order would decide the cache).
 std::string validate_slots(const PagedKvLayout& layout, const std::int64_t* slot_mapping, std::int64_t tokens);
 
-// CPU twin: validate everything, then paged_store_chunk over every item.
+// CPU twin: validate everything, then paged_store_item over every item.
 std::string paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a);
 
 KVQ_HD inline std::int64_t token_stride(const PagedStoreShape& s, KvSide side) {
@@ -71,8 +71,12 @@ KVQ_HD inline std::int64_t token_stride(const PagedStoreShape& s, KvSide side) {
   return given ? given : s.layout.heads * s.layout.head_dim;
 }
 
+// Items (paged_store_item): NVFP4 a (token, head, chunk) each, its chunk of K and then of V; FP8
+// a (side, token, head, chunk) each, K's tokens first (FP8 chunks are cheap: more of them in
+// flight kept the FP8 kernels faster, run 45).
+KVQ_HD inline bool paged_items_pair(const PagedStoreShape& s) { return s.layout.format == PagedFormat::nvfp4; }
 KVQ_HD inline std::int64_t paged_store_items(const PagedStoreShape& s) {
-  return 2 * s.tokens * s.layout.heads * (s.layout.head_dim / kPagedChunk);
+  return (paged_items_pair(s) ? 1 : 2) * s.tokens * s.layout.heads * (s.layout.head_dim / kPagedChunk);
 }
 
 // Whether item and slot indices fit 32 bits, and a block's bytes, a token's elements and the token
@@ -143,81 +147,107 @@ KVQ_HD KVQ_PAGED_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, const
   }
 }
 
-// Item -> (side, token, head, chunk), chunk fastest: neighbouring items write neighbouring bytes.
-// One chunk: 16 values loaded, quantized (FP8: quantize_block, formats/recipes.hpp; NVFP4:
-// quantize_nvfp4_chunk<kPacked>), the codes and the NVFP4 block scale stored at the layout's
-// offsets. A padding or out-of-range slot writes nothing.
-// Index: std::uint32_t where
-// paged_store_narrow (the divisions by the dividers, which paged_dividers(s) must give), else
-// std::int64_t (plain 64-bit division; d unused). recipe: s.recipe, or an equal constant (the
-// fixed kernels pass one in __constant__ memory, which nvcc folds into the code).
-template <typename Index, bool kPacked = true>
-KVQ_HD KVQ_PAGED_INLINE void paged_store_chunk(const PagedStoreShape& s, const Recipe& recipe,
-                                               const PagedScales& scales, const PagedStoreArgs& a, Index item,
-                                               const PagedDividers& d, const PagedTerms& terms) {
+// The first input element of a chunk of side K or V. Index: std::uint32_t where paged_store_narrow
+// (a 32 x 32 -> 64-bit product and a 32-bit offset), else std::int64_t.
+template <typename Index>
+KVQ_HD inline std::int64_t chunk_first(const PagedStoreShape& s, KvSide side, Index token, Index head, Index chunk) {
+  if constexpr (sizeof(Index) == 4)
+    return static_cast<std::int64_t>(std::uint64_t{token} * static_cast<std::uint32_t>(token_stride(s, side)) +
+                                     (head * static_cast<std::uint32_t>(s.layout.head_dim) + chunk * kPagedChunk));
+  return token * token_stride(s, side) + head * s.layout.head_dim + std::int64_t{chunk} * kPagedChunk;
+}
+
+// Where a chunk goes: its side, token, head and chunk index, and its slot's block and offset.
+template <typename Index>
+struct ChunkPlace {
+  KvSide side = KvSide::k;
+  Index token = 0, head = 0, chunk = 0, block = 0, offset = 0;
+};
+
+// One chunk's 16 loaded values quantized (FP8: quantize_block, formats/recipes.hpp; NVFP4:
+// quantize_nvfp4_chunk<kPacked>) and stored, the codes and the NVFP4 block scale at the layout's
+// offsets. recipe: s.recipe, or an equal constant (the fixed kernels pass one in __constant__
+// memory, which nvcc folds into the code).
+template <typename Index, bool kPacked>
+KVQ_HD KVQ_PAGED_INLINE void store_chunk(const PagedStoreShape& s, const Recipe& recipe, const PagedScales& scales,
+                                         const PagedStoreArgs& a, const ChunkPlace<Index>& c, const float* values,
+                                         const PagedTerms& terms) {
   const PagedKvLayout& L = s.layout;
-  const auto tokens = static_cast<Index>(s.tokens);
-  Index chunk, row, head, token_row;
-  if constexpr (sizeof(Index) == 4) {
-    d.chunks.divide(item, &row, &chunk);
-    d.heads.divide(row, &token_row, &head);
-  } else {
-    const auto chunks = static_cast<Index>(L.head_dim / kPagedChunk), heads = static_cast<Index>(L.heads);
-    chunk = item % chunks, row = item / chunks;
-    head = row % heads, token_row = row / heads;
-  }
-  const KvSide side = token_row < tokens ? KvSide::k : KvSide::v;
-  const Index token = side == KvSide::k ? token_row : token_row - tokens;
-  const std::int64_t slot = a.slot_mapping[token];
-  // The values are loaded before the slot is tested, so the two loads are in flight together
-  // (a padding token's values are read and dropped).
-  float values[kPagedChunk];
-  const bool is_k = side == KvSide::k;
-  std::int64_t first;  // the chunk's first input element
-  if constexpr (sizeof(Index) == 4) {  // narrow: a 32 x 32 -> 64-bit product and a 32-bit offset
-    first = static_cast<std::int64_t>(std::uint64_t{token} * static_cast<std::uint32_t>(token_stride(s, side)) +
-                                      (head * static_cast<std::uint32_t>(L.head_dim) + chunk * kPagedChunk));
-  } else {
-    first = token * token_stride(s, side) + head * L.head_dim + std::int64_t{chunk} * kPagedChunk;
-  }
-  io::load_values(s.input, is_k ? a.key : a.value, first, kPagedChunk, values);
-  if (slot < 0 || slot >= L.slots()) return;
-  Index block, offset;
-  if constexpr (sizeof(Index) == 4) {
-    d.block_size.divide(static_cast<Index>(slot), &block, &offset);
-  } else {
-    const auto bs = static_cast<Index>(L.block_size);
-    block = static_cast<Index>(slot) / bs, offset = static_cast<Index>(slot) % bs;
-  }
-  const Index h = s.per_head_scales ? head : 0;
+  const bool is_k = c.side == KvSide::k;
+  const Index h = s.per_head_scales ? c.head : 0;
   const float g = is_k ? scales.k[h] : scales.v[h];
   if (L.format == PagedFormat::fp8) {
     std::uint8_t codes[kPagedChunk];
     quantize_block(recipe, g, values, kPagedChunk, codes);
     std::uint8_t* cache = is_k ? a.key_cache : a.value_cache;
-    io::store_bytes(cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk), codes, kPagedChunk);
+    io::store_bytes(cache + L.data_offset(c.side, c.block, c.offset, c.head, std::int64_t{c.chunk} * kPagedChunk), codes,
+                    kPagedChunk);
     return;
   }
   std::uint32_t words[kPagedChunk / 8];
   const GlobalTerms t = s.per_head_scales ? global_terms(g) : terms.side(is_k, g);
   const std::uint8_t scale = quantize_nvfp4_chunk<kPacked>(recipe, t, values, words);
   if constexpr (sizeof(Index) == 4) {  // paged_store_narrow: a block's bytes fit 31 bits
-    std::uint8_t* base = a.key_cache + static_cast<std::int64_t>(block) * L.block_bytes();
-    io::store_words(base + L.data_within(side, offset, head, chunk * (kPagedChunk / 2)), words, kPagedChunk / 8);
-    base[L.scale_within(side, offset, head, chunk)] = scale;
+    std::uint8_t* base = a.key_cache + static_cast<std::int64_t>(c.block) * L.block_bytes();
+    io::store_words(base + L.data_within(c.side, c.offset, c.head, c.chunk * (kPagedChunk / 2)), words, kPagedChunk / 8);
+    base[L.scale_within(c.side, c.offset, c.head, c.chunk)] = scale;
   } else {
-    io::store_words(a.key_cache + L.data_offset(side, block, offset, head, std::int64_t{chunk} * kPagedChunk / 2), words,
-                    kPagedChunk / 8);
-    a.key_cache[L.scale_offset(side, block, offset, head, chunk)] = scale;
+    io::store_words(a.key_cache + L.data_offset(c.side, c.block, c.offset, c.head, std::int64_t{c.chunk} * kPagedChunk / 2),
+                    words, kPagedChunk / 8);
+    a.key_cache[L.scale_offset(c.side, c.block, c.offset, c.head, c.chunk)] = scale;
   }
+}
+
+// Item -> ([side,] token, head, chunk), chunk fastest: neighbouring items write neighbouring bytes.
+// An NVFP4 item: the chunk of K, then the same chunk of V, which share the decomposition, the
+// slot and its block and offset (paged_items_pair). A padding or out-of-range slot writes nothing.
+// Index: std::uint32_t where paged_store_narrow (the divisions by the dividers, which
+// paged_dividers(s) must give), else std::int64_t (plain 64-bit division; d unused).
+template <typename Index, bool kPacked = true>
+KVQ_HD KVQ_PAGED_INLINE void paged_store_item(const PagedStoreShape& s, const Recipe& recipe,
+                                              const PagedScales& scales, const PagedStoreArgs& a, Index item,
+                                              const PagedDividers& d, const PagedTerms& terms) {
+  const PagedKvLayout& L = s.layout;
+  ChunkPlace<Index> c;
+  Index row, token_row;
+  if constexpr (sizeof(Index) == 4) {
+    d.chunks.divide(item, &row, &c.chunk);
+    d.heads.divide(row, &token_row, &c.head);
+  } else {
+    const auto chunks = static_cast<Index>(L.head_dim / kPagedChunk), heads = static_cast<Index>(L.heads);
+    c.chunk = item % chunks, row = item / chunks;
+    c.head = row % heads, token_row = row / heads;
+  }
+  const bool pair = paged_items_pair(s);
+  const auto tokens = static_cast<Index>(s.tokens);
+  c.side = pair || token_row < tokens ? KvSide::k : KvSide::v;
+  c.token = c.side == KvSide::k ? token_row : token_row - tokens;
+  const std::int64_t slot = a.slot_mapping[c.token];
+  // The first chunk's values are loaded before the slot is tested, so the two loads are in flight
+  // together (a padding token's values are read and dropped).
+  float values[kPagedChunk];
+  io::load_values(s.input, c.side == KvSide::k ? a.key : a.value, chunk_first(s, c.side, c.token, c.head, c.chunk),
+                  kPagedChunk, values);
+  if (slot < 0 || slot >= L.slots()) return;
+  if constexpr (sizeof(Index) == 4) {
+    d.block_size.divide(static_cast<Index>(slot), &c.block, &c.offset);
+  } else {
+    const auto bs = static_cast<Index>(L.block_size);
+    c.block = static_cast<Index>(slot) / bs, c.offset = static_cast<Index>(slot) % bs;
+  }
+  store_chunk<Index, kPacked>(s, recipe, scales, a, c, values, terms);
+  if (!pair) return;
+  c.side = KvSide::v;
+  io::load_values(s.input, a.value, chunk_first(s, KvSide::v, c.token, c.head, c.chunk), kPagedChunk, values);
+  store_chunk<Index, kPacked>(s, recipe, scales, a, c, values, terms);
 }
 
 // The same with s.recipe, and with the dividers and terms computed here (host: tests; the twin
 // and the kernel compute them once).
 template <typename Index, bool kPacked = true>
-inline void paged_store_chunk(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, Index item) {
+inline void paged_store_item(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, Index item) {
   const PagedTables tables(scales);
-  paged_store_chunk<Index, kPacked>(s, s.recipe, scales, a, item, paged_dividers(s), tables.terms(scales));
+  paged_store_item<Index, kPacked>(s, s.recipe, scales, a, item, paged_dividers(s), tables.terms(scales));
 }
 
 // GPU: device pointers for args, host values for scales, an opaque cudaStream_t. With

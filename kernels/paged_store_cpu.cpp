@@ -105,8 +105,8 @@ std::string paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales,
   const PagedTables tables(scales);  // as the kernels: once
   const PagedTerms t = tables.terms(scales);
   for (std::int64_t item = 0; item < items; ++item) {
-    if (narrow) paged_store_chunk(s, s.recipe, scales, a, static_cast<std::uint32_t>(item), d, t);
-    else paged_store_chunk(s, s.recipe, scales, a, item, d, t);
+    if (narrow) paged_store_item(s, s.recipe, scales, a, static_cast<std::uint32_t>(item), d, t);
+    else paged_store_item(s, s.recipe, scales, a, item, d, t);
   }
   return {};
 }

@@ -42,7 +42,7 @@ constexpr PagedConfig kFixed[] = {
 };
 constexpr int kFixedCount = sizeof(kFixed) / sizeof(kFixed[0]);
 
-// Whether fixed configuration c computes what the runtime recipe r computes in paged_store_chunk.
+// Whether fixed configuration c computes what the runtime recipe r computes in paged_store_item.
 inline bool matches(const PagedConfig& c, const Recipe& r) {
   if (c.element != r.element || c.apply != r.apply || r.element_rounding != Rounding::nearest_even ||
       r.element_input_bf16)
@@ -108,9 +108,9 @@ __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, c
   for (std::int64_t item = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; item < items;
        item += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     if constexpr (C == kGeneric) {
-      paged_store_chunk<Index, false>(s, s.recipe, scales, args, static_cast<Index>(item), d, terms);
+      paged_store_item<Index, false>(s, s.recipe, scales, args, static_cast<Index>(item), d, terms);
     } else {
-      paged_store_chunk<Index, F == PagedFormat::nvfp4>(s, kFixedRecipe<C>, scales, args, static_cast<Index>(item), d,
+      paged_store_item<Index, F == PagedFormat::nvfp4>(s, kFixedRecipe<C>, scales, args, static_cast<Index>(item), d,
                                                           terms);
     }
   }

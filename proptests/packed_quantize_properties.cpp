@@ -150,7 +150,9 @@ void check_fast_plans(const Recipe& r) {
 }
 
 // The 4over6 error estimate (packed_detail::estimate_error) holds its bound against the exact FP32
-// squared error of each candidate, where the packed path uses it (|q| small, S in range).
+// squared error of each candidate, where the packed path uses it (|q| small, S in range); and where
+// both candidates have one, the decision from the two estimates (decide_by_estimates), where it
+// claims certainty, is the exact errors' comparison.
 template <int kN>
 void check_error_estimate(const Recipe& r, const PackedCase& c) {
   float bmax = 0.0f;
@@ -158,22 +160,30 @@ void check_error_estimate(const Recipe& r, const PackedCase& c) {
     RC_PRE(std::isfinite(v));  // NaN and inf blocks never reach the estimate
     bmax = std::fabs(v) > bmax ? std::fabs(v) : bmax;
   }
-  for (const float divisor : {6.0f, 4.0f}) {
+  float scaled[2] = {}, squares[2] = {}, exact[2] = {};
+  int estimated = 0;
+  for (const int i : {0, 1}) {
+    const float divisor = i == 0 ? 6.0f : 4.0f;
     const BlockPlan p = recipe_detail::two_level_plan(r, c.g, bmax, divisor);
     const float sf = e4m3_value_fast(p.scale_code), s = sf * c.g, s2 = s * s;
     const bool small = std::fabs(bmax * p.by) < (divisor == 6.0f ? 7.0f : 4.5f);
     if (p.op != ElementOp::multiply || !(p.by > 0.0f) || !small || !packed_detail::estimable(s2)) continue;
     std::uint32_t signs[kN / 8], words[kN / 8];
     for (int w = 0; w < kN / 8; ++w) signs[w] = packed_detail::sign_nibbles(c.x.data() + 8 * w);
-    const float scaled =
-        divisor == 6.0f ? packed_detail::encode_words_with_error<kN, true, true>(c.x.data(), p.by, signs, words)
-                        : packed_detail::encode_words_with_error<kN, true, false>(c.x.data(), p.by, signs, words);
+    scaled[i] = divisor == 6.0f ? packed_detail::encode_words_with_error<kN, true, true>(c.x.data(), p.by, signs, words)
+                                : packed_detail::encode_words_with_error<kN, true, false>(c.x.data(), p.by, signs, words);
     std::uint8_t codes[kN];
     recipe_detail::two_level_reference(r, c.g, c.x.data(), kN, bmax, divisor, codes);
-    const float exact = recipe_detail::two_level_squared_error(r, c.g, c.x.data(), kN, p.scale_code, codes);
-    const packed_detail::ErrorEstimate e = packed_detail::estimate_error(scaled, s2, kN);
-    RC_ASSERT(std::fabs(static_cast<double>(exact) - static_cast<double>(e.value)) <= static_cast<double>(e.bound));
+    exact[i] = recipe_detail::two_level_squared_error(r, c.g, c.x.data(), kN, p.scale_code, codes);
+    squares[i] = s2;
+    const packed_detail::ErrorEstimate e = packed_detail::estimate_error(scaled[i], s2, kN);
+    RC_ASSERT(std::fabs(static_cast<double>(exact[i]) - static_cast<double>(e.value)) <= static_cast<double>(e.bound));
+    ++estimated;
   }
+  if (estimated < 2) return;
+  const packed_detail::Decision d = packed_detail::decide_by_estimates(scaled[0], squares[0], scaled[1], squares[1], kN);
+  RC_TAG(d.certain ? "certain" : "exact comparison");
+  if (d.certain) RC_ASSERT(d.four_wins == (exact[1] < exact[0]));
 }
 
 using BlockCheck = void (*)(const Recipe&, const PackedCase&);

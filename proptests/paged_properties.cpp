@@ -170,7 +170,7 @@ Caches run_wide_indices(const PagedProblem& p, std::uint8_t poison) {
   Caches c = poisoned(p.shape.layout, poison);
   const kernels::PagedStoreArgs a = args_for(p, &c, p.slots.data());
   for (std::int64_t item = 0; item < kernels::paged_store_items(p.shape); ++item)
-    kernels::paged_store_chunk<std::int64_t, false>(p.shape, p.scales, a, item);
+    kernels::paged_store_item<std::int64_t, false>(p.shape, p.scales, a, item);
   return c;
 }
 
