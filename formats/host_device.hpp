@@ -9,6 +9,16 @@
 #define KVQ_HD
 #endif
 
+// Always inlined under nvcc: a kernel's per-block or per-chunk body must sit in the kernel, where
+// the fixed kernels' recipe and input type are constants, when nvcc weighs inlining what it calls
+// (not inlined, quantize_one_block once held every recipe's code twice over, and nvcc took
+// minutes over it).
+#if defined(__CUDACC__)
+#define KVQ_KERNEL_INLINE __forceinline__
+#else
+#define KVQ_KERNEL_INLINE inline
+#endif
+
 // Unroll the loop that follows in device code (a block's loops have compile-time trip counts
 // in the fixed-shape kernels; unrolled, the block's arrays live in registers, not local memory).
 #if defined(__CUDA_ARCH__)

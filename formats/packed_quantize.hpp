@@ -139,14 +139,66 @@ KVQ_HD inline std::uint32_t sign_nibbles(const float* x) {
   return (even & 0x08080808u) | (odd & 0x80808080u);
 }
 
-// Eight scaled elements q (their signs from the unscaled x: a scale is positive, and x * 0 keeps
-// the sign as quantize_block's x * 0 does) to one word: element k in bits 4k..4k+3. The nibbles
-// add up as sum((magic_bits_k - kMagicBitsOf + 8 * sign_k) * 16^k), exact in 32-bit wrapping
-// arithmetic: integer multiply-adds (IMAD, the FMA pipe), the magic subtracted once.
+// The sign nibbles of eight BF16 elements from their four pair words (element 2i's sign is bit 15
+// of word i, element 2i+1's bit 31): six instructions. byte_permute copies the signs into whole
+// bytes, [S0, S2, S1, S3] from words 0 and 1 and [S4, S6, S5, S7] from words 2 and 3, then gathers
+// the even and the odd ones, as sign_nibbles.
+KVQ_HD inline std::uint32_t sign_nibbles_bf16(const std::uint32_t* pairs) {
+  constexpr std::uint32_t kPairSigns = 0xFBD9u;  // [a.1, b.1, a.3, b.3], each byte's top bit in all eight
+  const std::uint32_t a = byte_permute(pairs[0], pairs[1], kPairSigns), b = byte_permute(pairs[2], pairs[3], kPairSigns);
+  const std::uint32_t even = byte_permute(a, b, 0x5410u), odd = byte_permute(a, b, 0x7632u);
+  return (even & 0x08080808u) | (odd & 0x80808080u);
+}
+
+// max(|a|, |b|) of each BF16 half of two pair words, NaN if either is (PTX
+// max.NaN.xorsign.abs.bf16x2: the maximum magnitude, its sign the XOR of the two, which the
+// block max drops). Exact: the result is one of the inputs' magnitudes.
+KVQ_HD inline std::uint32_t bf16x2_max_magnitude(std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t r;
+  asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+#else
+  std::uint32_t r = 0;
+  for (int h = 0; h < 2; ++h) {
+    const float m = max_nan(fabsf(float_from_bits((a >> (16 * h)) << 16)), fabsf(float_from_bits((b >> (16 * h)) << 16)));
+    r |= (bits_of(m) >> 16) << (16 * h);
+  }
+  return r;
+#endif
+}
+
+// A block's sign nibbles (one word per eight elements) and its max |x| (NaN where any element
+// is NaN: max_nan); kBf16: the inputs are BF16 and `pairs` their kN/2 words (element 2i in the
+// low half): both from the words, the max from kN/2 - 1 paired maxima and one FP32 maximum of the
+// last pair's halves.
+template <int kN, bool kBf16>
+KVQ_HD inline float block_signs_and_max(const float* x, const std::uint32_t* pairs, std::uint32_t* signs) {
+  if constexpr (kBf16) {
+    KVQ_UNROLL
+    for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles_bf16(pairs + 4 * w);
+    std::uint32_t m = pairs[0];
+    KVQ_UNROLL
+    for (int i = 1; i < kN / 2; ++i) m = bf16x2_max_magnitude(m, pairs[i]);
+    return max_nan(fabsf(float_from_bits(m << 16)), fabsf(float_from_bits(m & 0xffff0000u)));
+  } else {
+    KVQ_UNROLL
+    for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles(x + 8 * w);
+    float m = 0.0f;
+    KVQ_UNROLL
+    for (int i = 0; i < kN; ++i) m = max_nan(m, fabsf(x[i]));
+    return m;
+  }
+}
+
+// Eight scaled elements q (their signs, `signs`, from the unscaled x: a scale is positive, and
+// x * 0 keeps the sign as quantize_block's x * 0 does) to one word: element k in bits 4k..4k+3.
+// The nibbles add up as sum((magic_bits_k - kMagicBitsOf + 8 * sign_k) * 16^k), exact in 32-bit
+// wrapping arithmetic: integer multiply-adds (IMAD, the FMA pipe), the magic subtracted once.
 template <Magnitude kM>
-KVQ_HD inline std::uint32_t pack_eight(const float* q, const float* x) {
+KVQ_HD inline std::uint32_t pack_eight(const float* q, std::uint32_t signs) {
   constexpr std::uint32_t kMagicSum = kMagicBitsOf<kM> * 0x11111111u;  // sum of the code-0 bits * 16^k, wrapped
-  std::uint32_t word = sign_nibbles(x) - kMagicSum;
+  std::uint32_t word = signs - kMagicSum;
   KVQ_UNROLL
   for (int k = 0; k < 8; ++k) word += magic_bits<kM>(q[k]) * (1u << (4 * k));
   return word;
@@ -154,25 +206,26 @@ KVQ_HD inline std::uint32_t pack_eight(const float* q, const float* x) {
 
 // The words of a block: q = x * y, or x / d from y = 1/d (kDivide); one loop per case.
 template <int kN, bool kDivide, Magnitude kM>
-KVQ_HD inline void encode_words(const float* x, float d, float y, std::uint32_t* words) {
+KVQ_HD inline void encode_words(const float* x, const std::uint32_t* signs, float d, float y, std::uint32_t* words) {
   KVQ_UNROLL
   for (int w = 0; w < kN / 8; ++w) {
     float q[8];
     KVQ_UNROLL
     for (int k = 0; k < 8; ++k) q[k] = kDivide ? divide_by_reciprocal(x[8 * w + k], d, y) : x[8 * w + k] * y;
-    words[w] = pack_eight<kM>(q, x + 8 * w);
+    words[w] = pack_eight<kM>(q, signs[w]);
   }
 }
 template <int kN, bool kDivide>
-KVQ_HD inline void encode_words(Magnitude m, const float* x, float d, float y, std::uint32_t* words) {
+KVQ_HD inline void encode_words(Magnitude m, const float* x, const std::uint32_t* signs, float d, float y,
+                                std::uint32_t* words) {
   if (m == Magnitude::int4) {
-    encode_words<kN, kDivide, Magnitude::int4>(x, d, y, words);
+    encode_words<kN, kDivide, Magnitude::int4>(x, signs, d, y, words);
   } else if (m == Magnitude::e2m1_below_7) {
-    encode_words<kN, kDivide, Magnitude::e2m1_below_7>(x, d, y, words);
+    encode_words<kN, kDivide, Magnitude::e2m1_below_7>(x, signs, d, y, words);
   } else if (m == Magnitude::e2m1_away) {
-    encode_words<kN, kDivide, Magnitude::e2m1_away>(x, d, y, words);
+    encode_words<kN, kDivide, Magnitude::e2m1_away>(x, signs, d, y, words);
   } else {
-    encode_words<kN, kDivide, Magnitude::e2m1>(x, d, y, words);
+    encode_words<kN, kDivide, Magnitude::e2m1>(x, signs, d, y, words);
   }
 }
 
@@ -298,11 +351,10 @@ struct FourOverSixPlans {
 // their bounds (the usual case: a few instructions an element fewer than the exact errors), the
 // others on the exact FP32 errors, computed from the words (the codes are the same either way).
 template <int kN, bool kSmall>
-KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, float g, const FourOverSixPlans& p, std::uint32_t* words) {
+KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, const std::uint32_t* signs, float g,
+                                              const FourOverSixPlans& p, std::uint32_t* words) {
   const BlockPlan &six = p.six, &four = p.four;
-  std::uint32_t signs[kN / 8], six_words[kN / 8];
-  KVQ_UNROLL
-  for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles(x + 8 * w);
+  std::uint32_t six_words[kN / 8];
   const float scaled6 = encode_words_with_error<kN, kSmall, true>(x, six.by, signs, six_words);
   const float scaled4 = encode_words_with_error<kN, kSmall, false>(x, four.by, signs, words);
   bool four_wins = false, certain = false;
@@ -390,8 +442,8 @@ KVQ_HD inline FourOverSixPlans four_over_six_plans(const Recipe& r, const Global
 // quantize_block): the /4 candidate's words and scale where its squared error is lower, else the
 // /6 candidate's (ties keep /6).
 template <int kN>
-KVQ_HD inline bool four_over_six_words(const Recipe& r, const GlobalTerms& t, const float* x, float bmax,
-                                       std::uint32_t* words, std::uint8_t* scale) {
+KVQ_HD inline bool four_over_six_words(const Recipe& r, const GlobalTerms& t, const float* x, const std::uint32_t* signs,
+                                       float bmax, std::uint32_t* words, std::uint8_t* scale) {
   if (r.element != FormatId::e2m1 || r.element_rounding != Rounding::nearest_even) return false;
   const FourOverSixPlans p = four_over_six_plans(r, t, bmax);
   const BlockPlan &six = p.six, &four = p.four;
@@ -399,13 +451,14 @@ KVQ_HD inline bool four_over_six_words(const Recipe& r, const GlobalTerms& t, co
       (six.op != ElementOp::multiply || four.op != ElementOp::multiply || !packable(six) || !packable(four)))
     return false;
   if (six.scale_code == four.scale_code) {  // the same scale: the same codes and errors, and ties keep /6
-    encode_words<kN, false, Magnitude::e2m1>(x, six.by, six.by, words);
+    encode_words<kN, false, Magnitude::e2m1>(x, signs, six.by, six.by, words);
     *scale = six.scale_code;
     return true;
   }
   // |q| <= |bmax * y| for every element (rounding is monotonic): usually about 6 and 4.
   const bool small = fabsf(bmax * six.by) < 7.0f && fabsf(bmax * four.by) <= 4.5f;
-  *scale = small ? pick_four_over_six<kN, true>(x, t.g, p, words) : pick_four_over_six<kN, false>(x, t.g, p, words);
+  *scale = small ? pick_four_over_six<kN, true>(x, signs, t.g, p, words)
+                 : pick_four_over_six<kN, false>(x, signs, t.g, p, words);
   return true;
 }
 
@@ -436,19 +489,21 @@ KVQ_HD inline void pack_codes(const std::uint8_t* codes, int n, std::uint32_t* w
 // quantize_block's codes packed.
 // t: global_terms(g, codes), which kernels compute once for all their blocks (the table of g's code
 // terms in shared memory); without a table the two-level plans divide (the same results).
-template <int kN>
+// kBf16: x are BF16 values and `pairs` their kN/2 words as loaded (element 2i in the low half;
+// the kernels' BF16 inputs): the block max and the signs from paired 16-bit operations
+// (packed_detail::block_signs_and_max), the same results.
+template <int kN, bool kBf16 = false>
 KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, const GlobalTerms& t, const float* x,
-                                                 std::uint32_t* words) {
+                                                 std::uint32_t* words, const std::uint32_t* pairs = nullptr) {
   static_assert(kN % 8 == 0 && kN <= kMaxRecipeBlock, "whole words");
   const float g = t.g;
   if (has_packed_fast_form(r)) {
-    float m = 0.0f;
-    KVQ_UNROLL
-    for (int i = 0; i < kN; ++i) m = packed_detail::max_nan(m, fabsf(x[i]));
+    std::uint32_t signs[kN / 8];
+    const float m = packed_detail::block_signs_and_max<kN, kBf16>(x, pairs, signs);
     if (m <= 3.4028235e38f) {  // finite: m is the block max, and no element is NaN
       if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six) {
         std::uint8_t scale = 0;
-        if (packed_detail::four_over_six_words<kN>(r, t, x, m, words, &scale)) return scale;
+        if (packed_detail::four_over_six_words<kN>(r, t, x, signs, m, words, &scale)) return scale;
       } else {
         const BlockPlan p = packed_detail::plan_of(r, t, m, element_max(r));
         if (packed_detail::packable(p)) {
@@ -462,9 +517,9 @@ KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, const GlobalTe
           // which is below 7 where m * y < 6.9 (m * y is within 2^-22 of m / d): usually about 6.
           if (magnitude == Magnitude::e2m1 && m * y < 6.9f) magnitude = Magnitude::e2m1_below_7;
           if (divide) {
-            packed_detail::encode_words<kN, true>(magnitude, x, p.by, y, words);
+            packed_detail::encode_words<kN, true>(magnitude, x, signs, p.by, y, words);
           } else {
-            packed_detail::encode_words<kN, false>(magnitude, x, p.by, y, words);
+            packed_detail::encode_words<kN, false>(magnitude, x, signs, p.by, y, words);
           }
           return p.scale_code;
         }

@@ -15,14 +15,6 @@
 
 namespace kvq::kernels {
 
-// Always inlined under nvcc: the quantizer's call must sit in the kernel body, where the fixed
-// kernels' recipe is a constant, when nvcc weighs inlining it (kernels/paged_store_kernel.cuh).
-#if defined(__CUDACC__)
-#define KVQ_PAGED_INLINE __forceinline__
-#else
-#define KVQ_PAGED_INLINE inline
-#endif
-
 inline constexpr int kPagedChunk = 16;       // elements quantized together: one NVFP4 block, one FP8 chunk
 inline constexpr int kMaxPagedHeads = 256;  // scales travel by value in the kernel's parameters
 
@@ -133,12 +125,14 @@ struct PagedTables {
 // its scale code. kPacked: quantize_block_packed (formats/packed_quantize.hpp: FMA rounding, IMAD
 // packing, quantize_block itself for NaN/inf blocks), else quantize_block's codes packed: the
 // same bytes for every input. The generic kernel (runtime recipe) keeps quantize_block: with a
-// runtime recipe the packed path would add a second copy of every recipe's code.
+// runtime recipe the packed path would add a second copy of every recipe's code. pairs: the
+// values' BF16 words where the input is BF16 (quantize_block_packed's BF16 form), else null.
 template <bool kPacked>
-KVQ_HD KVQ_PAGED_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, const GlobalTerms& t, const float* x,
-                                                        std::uint32_t* words) {
+KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, const GlobalTerms& t, const float* x,
+                                                           const std::uint32_t* pairs, std::uint32_t* words) {
   if constexpr (kPacked) {
-    return quantize_block_packed<kPagedChunk>(r, t, x, words);
+    return pairs != nullptr ? quantize_block_packed<kPagedChunk, true>(r, t, x, words, pairs)
+                            : quantize_block_packed<kPagedChunk>(r, t, x, words);
   } else {
     std::uint8_t codes[kPagedChunk];
     const std::uint8_t scale = quantize_block(r, t.g, x, kPagedChunk, codes);
@@ -168,10 +162,25 @@ struct ChunkPlace {
 // quantize_nvfp4_chunk<kPacked>) and stored, the codes and the NVFP4 block scale at the layout's
 // offsets. recipe: s.recipe, or an equal constant (the fixed kernels pass one in __constant__
 // memory, which nvcc folds into the code).
+// Chunk: its 16 values as FP32, and (BF16 input) as their 8 pair words.
+struct ChunkValues {
+  float x[kPagedChunk];
+  std::uint32_t pairs[kPagedChunk / 2];
+};
+// Loads a chunk's values (the pair words too where the input is BF16 and the chunk NVFP4).
+KVQ_HD inline void load_chunk(const PagedStoreShape& s, const void* input, std::int64_t first, ChunkValues* v) {
+  if (s.input == DType::bf16 && s.layout.format == PagedFormat::nvfp4) {
+    io::load_bf16_pairs<kPagedChunk>(input, first, v->pairs, v->x);
+  } else {
+    io::load_values(s.input, input, first, kPagedChunk, v->x);
+  }
+}
+
 template <typename Index, bool kPacked>
-KVQ_HD KVQ_PAGED_INLINE void store_chunk(const PagedStoreShape& s, const Recipe& recipe, const PagedScales& scales,
-                                         const PagedStoreArgs& a, const ChunkPlace<Index>& c, const float* values,
+KVQ_HD KVQ_KERNEL_INLINE void store_chunk(const PagedStoreShape& s, const Recipe& recipe, const PagedScales& scales,
+                                         const PagedStoreArgs& a, const ChunkPlace<Index>& c, const ChunkValues& chunk,
                                          const PagedTerms& terms) {
+  const float* values = chunk.x;
   const PagedKvLayout& L = s.layout;
   const bool is_k = c.side == KvSide::k;
   const Index h = s.per_head_scales ? c.head : 0;
@@ -186,7 +195,8 @@ KVQ_HD KVQ_PAGED_INLINE void store_chunk(const PagedStoreShape& s, const Recipe&
   }
   std::uint32_t words[kPagedChunk / 8];
   const GlobalTerms t = s.per_head_scales ? global_terms(g) : terms.side(is_k, g);
-  const std::uint8_t scale = quantize_nvfp4_chunk<kPacked>(recipe, t, values, words);
+  const std::uint8_t scale =
+      quantize_nvfp4_chunk<kPacked>(recipe, t, values, s.input == DType::bf16 ? chunk.pairs : nullptr, words);
   if constexpr (sizeof(Index) == 4) {  // paged_store_narrow: a block's bytes fit 31 bits
     std::uint8_t* base = a.key_cache + static_cast<std::int64_t>(c.block) * L.block_bytes();
     io::store_words(base + L.data_within(c.side, c.offset, c.head, c.chunk * (kPagedChunk / 2)), words, kPagedChunk / 8);
@@ -204,7 +214,7 @@ KVQ_HD KVQ_PAGED_INLINE void store_chunk(const PagedStoreShape& s, const Recipe&
 // Index: std::uint32_t where paged_store_narrow (the divisions by the dividers, which
 // paged_dividers(s) must give), else std::int64_t (plain 64-bit division; d unused).
 template <typename Index, bool kPacked = true>
-KVQ_HD KVQ_PAGED_INLINE void paged_store_item(const PagedStoreShape& s, const Recipe& recipe,
+KVQ_HD KVQ_KERNEL_INLINE void paged_store_item(const PagedStoreShape& s, const Recipe& recipe,
                                               const PagedScales& scales, const PagedStoreArgs& a, Index item,
                                               const PagedDividers& d, const PagedTerms& terms) {
   const PagedKvLayout& L = s.layout;
@@ -225,9 +235,8 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_item(const PagedStoreShape& s, const Re
   const std::int64_t slot = a.slot_mapping[c.token];
   // The first chunk's values are loaded before the slot is tested, so the two loads are in flight
   // together (a padding token's values are read and dropped).
-  float values[kPagedChunk];
-  io::load_values(s.input, c.side == KvSide::k ? a.key : a.value, chunk_first(s, c.side, c.token, c.head, c.chunk),
-                  kPagedChunk, values);
+  ChunkValues values;
+  load_chunk(s, c.side == KvSide::k ? a.key : a.value, chunk_first(s, c.side, c.token, c.head, c.chunk), &values);
   if (slot < 0 || slot >= L.slots()) return;
   if constexpr (sizeof(Index) == 4) {
     d.block_size.divide(static_cast<Index>(slot), &c.block, &c.offset);
@@ -238,7 +247,7 @@ KVQ_HD KVQ_PAGED_INLINE void paged_store_item(const PagedStoreShape& s, const Re
   store_chunk<Index, kPacked>(s, recipe, scales, a, c, values, terms);
   if (!pair) return;
   c.side = KvSide::v;
-  io::load_values(s.input, a.value, chunk_first(s, KvSide::v, c.token, c.head, c.chunk), kPagedChunk, values);
+  load_chunk(s, a.value, chunk_first(s, KvSide::v, c.token, c.head, c.chunk), &values);
   store_chunk<Index, kPacked>(s, recipe, scales, a, c, values, terms);
 }
 

@@ -137,6 +137,31 @@ KVQ_HD inline void load_values(DType t, const void* x, std::int64_t first, int n
   for (int i = 0; i < n; ++i) out[i] = load_value(t, x, first + i);
 }
 
+// kN BF16 values (kN a multiple of 8) as their kN/2 pair words (element 2i in the low half: the
+// packed quantizer's BF16 form) and as FP32: 16-byte loads where aligned.
+template <int kN>
+KVQ_HD inline void load_bf16_pairs(const void* x, std::int64_t first, std::uint32_t* pairs, float* out) {
+  const auto* h = static_cast<const std::uint16_t*>(x) + first;
+#if defined(__CUDA_ARCH__)
+  if (aligned(h, 16)) {
+    KVQ_UNROLL
+    for (int v = 0; v < kN / 8; ++v) {
+      const uint4 w = __ldcs(reinterpret_cast<const uint4*>(h) + v);  // streamed: read once
+      pairs[4 * v] = w.x, pairs[4 * v + 1] = w.y, pairs[4 * v + 2] = w.z, pairs[4 * v + 3] = w.w;
+    }
+  } else
+#endif
+  {
+    KVQ_UNROLL
+    for (int i = 0; i < kN / 2; ++i) pairs[i] = h[2 * i] | (std::uint32_t{h[2 * i + 1]} << 16);
+  }
+  KVQ_UNROLL
+  for (int i = 0; i < kN / 2; ++i) {
+    out[2 * i] = float_from_bits(pairs[i] << 16);
+    out[2 * i + 1] = float_from_bits(pairs[i] & 0xffff0000u);
+  }
+}
+
 template <bool kFinite = false>  // kFinite: no value is NaN (the same bits, fewer instructions)
 KVQ_HD inline void store_values(DType t, void* y, std::int64_t first, int n, const float* v) {
 #if defined(__CUDA_ARCH__)
@@ -273,25 +298,32 @@ KVQ_HD inline void store_words(std::uint8_t* dst, const std::uint32_t* words, in
 // kMayPack = false: the caller knows the elements are 8-bit (keeps the packed path out of the code).
 // t: global_terms(g, table), computed once for all blocks (the kernels: the table in shared memory).
 template <int kN = 0, bool kMayPack = true>
-KVQ_HD inline void quantize_one_block(const QuantizeShape& s, DType input, const void* x, const GlobalTerms& t,
+KVQ_HD KVQ_KERNEL_INLINE void quantize_one_block(const QuantizeShape& s, DType input, const void* x, const GlobalTerms& t,
                                       std::uint8_t* codes, std::uint8_t* scales, std::int64_t row, std::int64_t b) {
   const float g = t.g;
   constexpr int kCap = kN > 0 ? kN : kMaxBlock;
   const int n = kN > 0 ? kN : s.block();
   float values[kCap];
-  io::load_values(input, x, row * s.cols + b * n, n, values);
   const bool packed = s.packed();
   std::uint8_t* code_dst = codes + row * s.code_bytes_per_row() + b * (packed ? n / 2 : n);
   std::uint8_t scale = 0;
   if constexpr (kMayPack && kN > 0 && kN % 8 == 0) {
     if (packed) {
       std::uint32_t words[kN / 8];
-      scale = quantize_block_packed<kN>(s.recipe, t, values, words);
+      if (input == DType::bf16) {  // the packed quantizer's BF16 form takes the loaded words too
+        std::uint32_t pairs[kN / 2];
+        io::load_bf16_pairs<kN>(x, row * s.cols + b * n, pairs, values);
+        scale = quantize_block_packed<kN, true>(s.recipe, t, values, words, pairs);
+      } else {
+        io::load_values(input, x, row * s.cols + b * n, n, values);
+        scale = quantize_block_packed<kN>(s.recipe, t, values, words);
+      }
       io::store_words(code_dst, words, kN / 8);
       if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
       return;
     }
   }
+  io::load_values(input, x, row * s.cols + b * n, n, values);
   std::uint8_t block_codes[kCap];
   scale = quantize_block(s.recipe, g, values, n, block_codes);
   if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;

@@ -94,8 +94,10 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
     KVQ_FAST_CASE(scale_quotient_b)
     KVQ_FAST_CASE(code_terms)
     KVQ_FAST_CASE(e2m1_round_below_7)
+    KVQ_FAST_CASE(bf16x2_max_magnitude)
+    KVQ_FAST_CASE(bf16_sign_nibbles)
 #undef KVQ_FAST_CASE
-    static_assert(props::kFastPathCount == 28, "one KVQ_FAST_CASE line per fast path");
+    static_assert(props::kFastPathCount == 30, "one KVQ_FAST_CASE line per fast path");
   }
   return cudaErrorInvalidValue;
 }
