@@ -123,9 +123,10 @@ template <int C, PagedFormat F, DType T, typename Index>
 __global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d) {
   paged_store_body<C, F, T, Index>(shape, scales, args, d);
 }
-// 4over6 with 8 thread blocks an SM: 64 registers (80 free), a 48-byte spill, and faster (run 39:
-// paged 4over6 56 -> 60%). The same bounds on every kernel raised the others' registers (nvfp4 40 ->
-// 64) and slowed them; on the 4over6 quantize kernel they changed nothing.
+// 4over6 with 8 thread blocks an SM: 64 registers (80 free) and faster (run 39: paged 4over6 56 ->
+// 60%); with K+V pairs it spills 88 bytes, and (128, 7) (72 registers, 24 bytes) runs no faster,
+// (128, 6) and (128, 5) slower (runs 46, 50). The same bounds on every kernel raised the others'
+// registers (nvfp4 40 -> 64) and slowed them.
 template <int C, PagedFormat F, DType T, typename Index>
 __global__ void __launch_bounds__(kThreads, 8)
     paged_store_kernel_occupied(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d) {
