@@ -238,17 +238,20 @@ KVQ_HD inline float e2m1_tiny_of_magic(std::uint32_t bits) { return float_from_b
 inline constexpr float kTinyToE2m1 = 0x1p126f;
 
 // The E2M1 magnitude magic of |q| from the pieces its range needs (formats/fast_paths.hpp):
-// kSmall = |q| < 7 for /6 and |q| <= 4.5 for /4 (a block-uniform test), else every piece.
-template <bool kSmall, bool kSix>
+// kTo4_5 = |q| <= 4.5 (the /4 candidate of a small block, a block-uniform test), else every piece.
+template <bool kTo4_5>
 KVQ_HD inline std::uint32_t e2m1_magic_bits_within(float q) {
-  if constexpr (!kSmall) return bits_of(e2m1_magnitude_magic(fabsf(q)));
-  if constexpr (kSix) return bits_of(e2m1_magnitude_magic_below_7(fabsf(q)));
-  return bits_of(e2m1_magnitude_magic_to_4_5(fabsf(q)));
+  if constexpr (kTo4_5) return bits_of(e2m1_magnitude_magic_to_4_5(fabsf(q)));
+  return bits_of(e2m1_magnitude_magic(fabsf(q)));
 }
 
-// Code << 4k from the bits code << 22 of e2m1_round_below_7's tiny: one LEA or LEA.HI.
+// Between nibble k of a word (a magnitude code) and the bits code << 22 of its E2M1 value times
+// 2^-126 (e2m1_tiny_of_magic, e2m1_round_below_7): one shift each way (with the add: LEA, LEA.HI).
 KVQ_HD constexpr std::uint32_t nibble_of_tiny(std::uint32_t tiny_bits, int k) {
   return 4 * k >= 22 ? tiny_bits << (4 * k - 22) : tiny_bits >> (22 - 4 * k);
+}
+KVQ_HD constexpr std::uint32_t tiny_of_nibble(std::uint32_t word, int k) {
+  return (4 * k <= 22 ? word << (22 - 4 * k) : word >> (4 * k - 22)) & (7u << 22);
 }
 
 // One candidate of the four_over_six rule: the words of q = x * y (signs: sign_nibbles) and the
@@ -273,7 +276,7 @@ KVQ_HD inline float encode_words_with_error(const float* x, float y, const std::
         word += nibble_of_tiny(bits_of(r.tiny), k);
         e = a - r.value;
       } else {
-        const std::uint32_t magic = e2m1_magic_bits_within<kSmall, kSix>(a);
+        const std::uint32_t magic = e2m1_magic_bits_within<kSmall>(a);  // kSmall here: the /4 candidate
         word += magic * (1u << (4 * k));
         e = fmaf(e2m1_tiny_of_magic(magic), -kTinyToE2m1, a);  // |q| - v
       }
@@ -292,9 +295,7 @@ KVQ_HD inline float squared_error_of_words(const float* x, const std::uint32_t* 
   float sum = 0.0f;
   KVQ_UNROLL
   for (int i = 0; i < kN; ++i) {
-    const int k = i % 8;  // the code's bits to 22..24: its magnitude times 2^-126 (e2m1_tiny_of_magic)
-    const std::uint32_t word = words[i / 8], tiny = (4 * k <= 22 ? word << (22 - 4 * k) : word >> (4 * k - 22)) & (7u << 22);
-    const float v = float_from_bits(tiny) * kTinyToE2m1;
+    const float v = float_from_bits(tiny_of_nibble(words[i / 8], i % 8)) * kTinyToE2m1;
     const float d = fabsf(x[i]) - (v * sf) * g;
     const float square = d * d;
     sum = sum + square;
@@ -318,16 +319,16 @@ inline constexpr float kEstimateSquareMin = 0x1p-100f, kEstimateSquareMax = 0x1p
 KVQ_HD inline bool estimable(float s2) { return s2 >= kEstimateSquareMin && s2 <= kEstimateSquareMax; }
 
 // The comparison of two candidates' exact errors from their estimates, where it is certain: the
-// difference d = v6 - v4 of the values against m = (2^-13 + 2^-21)(v6 + v4) + n 2^-23 (s2_6 + s2_4),
-// the two bounds (2^-13 v + n 2^-23 s2 each) and 2^-21 of the values for the rounding of d and of
-// m itself. four_wins: err4 < err6; certain: |d| > m (else the caller compares exactly).
+// difference d = v6 - v4 of the values against m = b6 + b4 + 2^-21 (v6 + v4), the two bounds and
+// 2^-21 of the values for the rounding of d and of m itself. four_wins: err4 < err6; certain:
+// |d| > m (else the caller compares exactly).
 struct Decision {
   bool four_wins, certain;
 };
 KVQ_HD inline Decision decide_by_estimates(float scaled6, float s2_6, float scaled4, float s2_4, int n) {
-  const float v6 = scaled6 * s2_6, v4 = scaled4 * s2_4;
-  const float m = fmaf(v6 + v4, 0x1.01p-13f, (s2_6 + s2_4) * (static_cast<float>(n) * 0x1p-23f));
-  const float d = v6 - v4;
+  const ErrorEstimate e6 = estimate_error(scaled6, s2_6, n), e4 = estimate_error(scaled4, s2_4, n);
+  const float m = fmaf(e6.value + e4.value, 0x1p-21f, e6.bound + e4.bound);
+  const float d = e6.value - e4.value;
   return {d > m, fabsf(d) > m};
 }
 

@@ -167,9 +167,13 @@ struct ChunkValues {
   float x[kPagedChunk];
   std::uint32_t pairs[kPagedChunk / 2];
 };
-// Loads a chunk's values (the pair words too where the input is BF16 and the chunk NVFP4).
+// Whether NVFP4 chunks take the packed quantizer's BF16 form (BF16 input): their pair words too.
+KVQ_HD inline bool chunk_pairs(const PagedStoreShape& s) {
+  return s.input == DType::bf16 && s.layout.format == PagedFormat::nvfp4;
+}
+// Loads a chunk's values (and pair words: chunk_pairs).
 KVQ_HD inline void load_chunk(const PagedStoreShape& s, const void* input, std::int64_t first, ChunkValues* v) {
-  if (s.input == DType::bf16 && s.layout.format == PagedFormat::nvfp4) {
+  if (chunk_pairs(s)) {
     io::load_bf16_pairs<kPagedChunk>(input, first, v->pairs, v->x);
   } else {
     io::load_values(s.input, input, first, kPagedChunk, v->x);
@@ -196,7 +200,7 @@ KVQ_HD KVQ_KERNEL_INLINE void store_chunk(const PagedStoreShape& s, const Recipe
   std::uint32_t words[kPagedChunk / 8];
   const GlobalTerms t = s.per_head_scales ? global_terms(g) : terms.side(is_k, g);
   const std::uint8_t scale =
-      quantize_nvfp4_chunk<kPacked>(recipe, t, values, s.input == DType::bf16 ? chunk.pairs : nullptr, words);
+      quantize_nvfp4_chunk<kPacked>(recipe, t, values, chunk_pairs(s) ? chunk.pairs : nullptr, words);
   if constexpr (sizeof(Index) == 4) {  // paged_store_narrow: a block's bytes fit 31 bits
     std::uint8_t* base = a.key_cache + static_cast<std::int64_t>(c.block) * L.block_bytes();
     io::store_words(base + L.data_within(c.side, c.offset, c.head, c.chunk * (kPagedChunk / 2)), words, kPagedChunk / 8);
