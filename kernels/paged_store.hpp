@@ -162,19 +162,20 @@ struct ChunkPlace {
 // quantize_nvfp4_chunk<kPacked>) and stored, the codes and the NVFP4 block scale at the layout's
 // offsets. recipe: s.recipe, or an equal constant (the fixed kernels pass one in __constant__
 // memory, which nvcc folds into the code).
-// Chunk: its 16 values as FP32, and (BF16 input) as their 8 pair words.
+// Chunk: its 16 values as FP32, or (chunk_pairs) as their 8 BF16 pair words alone (store_chunk
+// unpacks them: a loaded chunk waiting for its turn holds 8 registers, not 24).
 struct ChunkValues {
   float x[kPagedChunk];
   std::uint32_t pairs[kPagedChunk / 2];
 };
-// Whether NVFP4 chunks take the packed quantizer's BF16 form (BF16 input): their pair words too.
+// Whether NVFP4 chunks take the packed quantizer's BF16 form (BF16 input): their pair words.
 KVQ_HD inline bool chunk_pairs(const PagedStoreShape& s) {
   return s.input == DType::bf16 && s.layout.format == PagedFormat::nvfp4;
 }
-// Loads a chunk's values (and pair words: chunk_pairs).
+// Loads a chunk's values (chunk_pairs: its pair words).
 KVQ_HD inline void load_chunk(const PagedStoreShape& s, const void* input, std::int64_t first, ChunkValues* v) {
   if (chunk_pairs(s)) {
-    io::load_bf16_pairs<kPagedChunk>(input, first, v->pairs, v->x);
+    io::load_pair_words<kPagedChunk>(input, first, v->pairs);
   } else {
     io::load_values(s.input, input, first, kPagedChunk, v->x);
   }
@@ -184,7 +185,9 @@ template <typename Index, bool kPacked>
 KVQ_HD KVQ_KERNEL_INLINE void store_chunk(const PagedStoreShape& s, const Recipe& recipe, const PagedScales& scales,
                                          const PagedStoreArgs& a, const ChunkPlace<Index>& c, const ChunkValues& chunk,
                                          const PagedTerms& terms) {
-  const float* values = chunk.x;
+  float unpacked[kPagedChunk];
+  if (chunk_pairs(s)) io::unpack_pair_words<kPagedChunk>(DType::bf16, chunk.pairs, unpacked);
+  const float* values = chunk_pairs(s) ? unpacked : chunk.x;
   const PagedKvLayout& L = s.layout;
   const bool is_k = c.side == KvSide::k;
   const Index h = s.per_head_scales ? c.head : 0;
@@ -238,9 +241,13 @@ KVQ_HD KVQ_KERNEL_INLINE void paged_store_item(const PagedStoreShape& s, const R
   c.token = c.side == KvSide::k ? token_row : token_row - tokens;
   const std::int64_t slot = a.slot_mapping[c.token];
   // The first chunk's values are loaded before the slot is tested, so the two loads are in flight
-  // together (a padding token's values are read and dropped).
+  // together (a padding token's values are read and dropped). A pair's V chunk is prefetched into
+  // L1 meanwhile (holding it in registers through K's quantization spills; its load comes after).
   ChunkValues values;
   load_chunk(s, c.side == KvSide::k ? a.key : a.value, chunk_first(s, c.side, c.token, c.head, c.chunk), &values);
+  if (pair)
+    io::prefetch(static_cast<const unsigned char*>(a.value) +
+                 chunk_first(s, KvSide::v, c.token, c.head, c.chunk) * value_bytes(s.input));
   if (slot < 0 || slot >= L.slots()) return;
   if constexpr (sizeof(Index) == 4) {
     d.block_size.divide(static_cast<Index>(slot), &c.block, &c.offset);

@@ -83,6 +83,22 @@ __device__ inline PagedStoreShape specialise(PagedStoreShape s) {
   return s;
 }
 
+// Items blockIdx.x * blockDim.x + threadIdx.x, then a grid's stride on (paged_store_item).
+template <int C, PagedFormat F, typename Index>
+__device__ __forceinline__ void paged_store_items_loop(const PagedStoreShape& s, const PagedScales& scales,
+                                                       const PagedStoreArgs& args, const PagedDividers& d,
+                                                       const PagedTerms& terms, std::int64_t items) {
+  for (std::int64_t item = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; item < items;
+       item += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if constexpr (C == kGeneric) {
+      paged_store_item<Index, false>(s, s.recipe, scales, args, static_cast<Index>(item), d, terms);
+    } else {
+      paged_store_item<Index, F == PagedFormat::nvfp4>(s, kFixedRecipe<C>, scales, args, static_cast<Index>(item), d,
+                                                          terms);
+    }
+  }
+}
+
 // The fixed NVFP4 kernels run quantize_block_packed; the generic ones quantize_block (the same
 // bytes; with a runtime recipe the packed path would carry every recipe's code).
 template <int C, PagedFormat F, DType T, typename Index>
@@ -105,15 +121,16 @@ __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, c
     terms = shared_terms;
     terms.codes = shared_codes;  // the same address, known to be shared memory
   }
-  for (std::int64_t item = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; item < items;
-       item += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    if constexpr (C == kGeneric) {
-      paged_store_item<Index, false>(s, s.recipe, scales, args, static_cast<Index>(item), d, terms);
-    } else {
-      paged_store_item<Index, F == PagedFormat::nvfp4>(s, kFixedRecipe<C>, scales, args, static_cast<Index>(item), d,
-                                                          terms);
+  if constexpr (F == PagedFormat::nvfp4 && C != kGeneric) {
+    if (terms.lean && !s.per_head_scales) {  // the usual scales: the loop sees them as constants
+      PagedStoreShape lean_shape = s;
+      lean_shape.per_head_scales = false;
+      terms.lean = true;
+      paged_store_items_loop<C, F, Index>(lean_shape, scales, args, d, terms, items);
+      return;
     }
   }
+  paged_store_items_loop<C, F, Index>(s, scales, args, d, terms, items);
 }
 
 constexpr int kThreads = 128;
@@ -126,7 +143,10 @@ __global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, Pa
 // 4over6 with 8 thread blocks an SM: 64 registers (80 free) and faster (run 39: paged 4over6 56 ->
 // 60%); with K+V pairs it spills 88 bytes, and (128, 7) (72 registers, 24 bytes) runs no faster,
 // (128, 6) and (128, 5) slower (runs 46, 50). The same bounds on every kernel raised the others'
-// registers (nvfp4 40 -> 64) and slowed them.
+// registers (nvfp4 40 -> 64) and slowed them. Session 8 (runs 54-58): V prefetched into L1 with K's
+// load, 72 -> 75-76%; holding V, or the next item's chunks, in registers spills and runs slower
+// (60-70%) at (128, 8), (128, 7) and (128, 6); so do one rolled copy of the chunk code for K and V, and
+// one resident wave of thread blocks.
 template <int C, PagedFormat F, DType T, typename Index>
 __global__ void __launch_bounds__(kThreads, 8)
     paged_store_kernel_occupied(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d) {

@@ -28,6 +28,7 @@ namespace kvq::kernels {
 enum class DType : std::uint8_t { fp32, bf16, fp16 };
 const char* name_of(DType d);
 int bytes_of(DType d);
+KVQ_HD constexpr int value_bytes(DType d) { return d == DType::fp32 ? 4 : 2; }  // bytes_of, in device code
 
 inline constexpr int kMaxBlock = kMaxRecipeBlock;  // one block is one thread's work
 inline constexpr int kTensorChunk = 16;    // per-tensor recipes work in chunks of 16
@@ -62,16 +63,18 @@ std::string requantize_e4m3_cpu(const QuantizeShape& s, const std::uint8_t* code
 // One input or output value <-> FP32 (exact widening; narrowing rounds to nearest even).
 // Fast paths, held to the oracle over all 2^16 patterns (suite kernels): BF16 is the top half
 // of an FP32 (NaN payloads kept as they are); FP16 through the hardware's exact conversion.
+KVQ_HD inline float fp16_value(std::uint16_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(bits));
+#else
+  return decode_float(kFP16, bits);
+#endif
+}
 KVQ_HD inline float load_value(DType t, const void* p, std::int64_t i) {
   switch (t) {
     case DType::fp32: return static_cast<const float*>(p)[i];
     case DType::bf16: return float_from_bits(static_cast<std::uint32_t>(static_cast<const std::uint16_t*>(p)[i]) << 16);
-    case DType::fp16:
-#if defined(__CUDA_ARCH__)
-      return __half2float(__ushort_as_half(static_cast<const std::uint16_t*>(p)[i]));
-#else
-      return decode_float(kFP16, static_cast<const std::uint16_t*>(p)[i]);
-#endif
+    case DType::fp16: return fp16_value(static_cast<const std::uint16_t*>(p)[i]);
   }
   return 0.0f;
 }
@@ -91,6 +94,15 @@ KVQ_HD inline std::uint8_t code_at(const QuantizeShape& s, const std::uint8_t* r
 // Memory access for one block: 16-byte vector loads and stores on the device where the span is
 // aligned and a whole number of vectors, element by element otherwise (and on the host).
 namespace io {
+
+// Asks for the cache line holding p ahead of its load (device: prefetch.global.L1; host: nothing).
+KVQ_HD inline void prefetch(const void* p) {
+#if defined(__CUDA_ARCH__)
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+#else
+  (void)p;
+#endif
+}
 
 #if defined(__CUDA_ARCH__)
 __device__ inline bool aligned(const void* p, int bytes) { return (reinterpret_cast<std::uintptr_t>(p) & (bytes - 1)) == 0; }
@@ -137,13 +149,14 @@ KVQ_HD inline void load_values(DType t, const void* x, std::int64_t first, int n
   for (int i = 0; i < n; ++i) out[i] = load_value(t, x, first + i);
 }
 
-// kN BF16 values (kN a multiple of 8) as their kN/2 pair words (element 2i in the low half: the
-// packed quantizer's BF16 form) and as FP32: 16-byte loads where aligned.
-template <int kN>
-KVQ_HD inline void load_bf16_pairs(const void* x, std::int64_t first, std::uint32_t* pairs, float* out) {
+// kN 16-bit values (BF16 or FP16; kN a multiple of 8) as their kN/2 pair words (element 2i in
+// the low half; the packed quantizer's BF16 form): 16-byte loads where aligned (kAligned: the
+// caller knows it is).
+template <int kN, bool kAligned = false>
+KVQ_HD inline void load_pair_words(const void* x, std::int64_t first, std::uint32_t* pairs) {
   const auto* h = static_cast<const std::uint16_t*>(x) + first;
 #if defined(__CUDA_ARCH__)
-  if (aligned(h, 16)) {
+  if (kAligned || aligned(h, 16)) {
     KVQ_UNROLL
     for (int v = 0; v < kN / 8; ++v) {
       const uint4 w = __ldcs(reinterpret_cast<const uint4*>(h) + v);  // streamed: read once
@@ -155,10 +168,19 @@ KVQ_HD inline void load_bf16_pairs(const void* x, std::int64_t first, std::uint3
     KVQ_UNROLL
     for (int i = 0; i < kN / 2; ++i) pairs[i] = h[2 * i] | (std::uint32_t{h[2 * i + 1]} << 16);
   }
+}
+// The FP32 values of kN 16-bit values of type t (BF16 or FP16) from their pair words (exact).
+template <int kN>
+KVQ_HD inline void unpack_pair_words(DType t, const std::uint32_t* pairs, float* out) {
   KVQ_UNROLL
   for (int i = 0; i < kN / 2; ++i) {
-    out[2 * i] = float_from_bits(pairs[i] << 16);
-    out[2 * i + 1] = float_from_bits(pairs[i] & 0xffff0000u);
+    if (t == DType::bf16) {
+      out[2 * i] = float_from_bits(pairs[i] << 16);
+      out[2 * i + 1] = float_from_bits(pairs[i] & 0xffff0000u);
+    } else {
+      out[2 * i] = fp16_value(static_cast<std::uint16_t>(pairs[i]));
+      out[2 * i + 1] = fp16_value(static_cast<std::uint16_t>(pairs[i] >> 16));
+    }
   }
 }
 
@@ -211,6 +233,14 @@ KVQ_HD inline std::uint32_t load_word(const std::uint8_t* src) {
   if (aligned(src, 4)) return __ldcs(reinterpret_cast<const unsigned int*>(src));
 #endif
   return src[0] | (std::uint32_t{src[1]} << 8) | (std::uint32_t{src[2]} << 16) | (std::uint32_t{src[3]} << 24);
+}
+
+// Two code bytes as a little-endian word's low half (one 2-byte load where aligned).
+KVQ_HD inline std::uint32_t load_half_word(const std::uint8_t* src) {
+#if defined(__CUDA_ARCH__)
+  if (aligned(src, 2)) return __ldcs(reinterpret_cast<const unsigned short*>(src));
+#endif
+  return src[0] | (std::uint32_t{src[1]} << 8);
 }
 
 // Sixteen code bytes as four little-endian words (one 16-byte load where aligned).
@@ -292,6 +322,23 @@ KVQ_HD inline void store_words(std::uint8_t* dst, const std::uint32_t* words, in
 
 }  // namespace io
 
+// The packed block (row, b) of a 4-bit recipe with block kN from its 16-bit values' pair words
+// (as loaded: io::load_pair_words), input BF16 or FP16: quantize (BF16: quantize_block_packed's
+// BF16 form), store its codes and scale. quantize_one_block's 16-bit path; the kernels may load
+// the words ahead (a pipelined loop).
+template <int kN>
+KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType input, const GlobalTerms& t,
+                                                   const std::uint32_t* pairs, std::uint8_t* codes, std::uint8_t* scales,
+                                                   std::int64_t row, std::int64_t b) {
+  float values[kN];
+  io::unpack_pair_words<kN>(input, pairs, values);
+  std::uint32_t words[kN / 8];
+  const std::uint8_t scale = input == DType::bf16 ? quantize_block_packed<kN, true>(s.recipe, t, values, words, pairs)
+                                                  : quantize_block_packed<kN>(s.recipe, t, values, words);
+  io::store_words(codes + row * s.code_bytes_per_row() + b * (kN / 2), words, kN / 8);
+  if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
+}
+
 // One block (row, b) of the tensor: load, quantize, store its scale, pack its codes. The whole
 // per-block work of both the CPU twin and the kernel; kN > 0 fixes the block size at compile time,
 // and then 4-bit blocks run quantize_block_packed (formats/packed_quantize.hpp: the same codes).
@@ -309,15 +356,15 @@ KVQ_HD KVQ_KERNEL_INLINE void quantize_one_block(const QuantizeShape& s, DType i
   std::uint8_t scale = 0;
   if constexpr (kMayPack && kN > 0 && kN % 8 == 0) {
     if (packed) {
-      std::uint32_t words[kN / 8];
-      if (input == DType::bf16) {  // the packed quantizer's BF16 form takes the loaded words too
+      if (input != DType::fp32) {  // the packed quantizer's BF16 form takes the loaded words too
         std::uint32_t pairs[kN / 2];
-        io::load_bf16_pairs<kN>(x, row * s.cols + b * n, pairs, values);
-        scale = quantize_block_packed<kN, true>(s.recipe, t, values, words, pairs);
-      } else {
-        io::load_values(input, x, row * s.cols + b * n, n, values);
-        scale = quantize_block_packed<kN>(s.recipe, t, values, words);
+        io::load_pair_words<kN>(x, row * s.cols + b * n, pairs);
+        quantize_pair_words<kN>(s, input, t, pairs, codes, scales, row, b);
+        return;
       }
+      std::uint32_t words[kN / 8];
+      io::load_values(input, x, row * s.cols + b * n, n, values);
+      scale = quantize_block_packed<kN>(s.recipe, t, values, words);
       io::store_words(code_dst, words, kN / 8);
       if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
       return;
@@ -352,25 +399,38 @@ KVQ_HD inline std::uint8_t load_block_codes(const QuantizeShape& s, const std::u
   return load_span_codes<kCap>(s, codes, scales, 0, n, row, b, out);
 }
 
-// Eight 4-bit codes (E2M1, INT4: one little-endian word at `word`) of a block with scale code
-// `scale` (0 without block scales), to elements [element, element + 8) of y: the lean decode of
-// formats/fast_decode.hpp where no NaN can arise (nibble_scaling), else the general element code.
-// The word is loaded first and used by both paths, so its load and the scale's overlap.
-KVQ_HD inline void dequantize_nibble_word(const Recipe& r, const std::uint8_t* word, std::uint8_t scale, float g,
-                                          DType output, void* y, std::int64_t element) {
-  const std::uint32_t codes = io::load_word(word);
+// kCodes (8 or 4) 4-bit codes (E2M1, INT4: nibble i of `codes` is element element + i) of a
+// block with scale code `scale` (0 without block scales), to elements [element, element + kCodes)
+// of y: the lean decode of formats/fast_decode.hpp where no NaN can arise (nibble_scaling), else
+// the general element code. The codes are loaded by the caller, so their load and the scale's
+// overlap.
+template <int kCodes>
+KVQ_HD inline void dequantize_nibbles(const Recipe& r, std::uint32_t codes, std::uint8_t scale, float g, DType output,
+                                      void* y, std::int64_t element) {
+  static_assert(kCodes == 8 || kCodes == 4);
   const NibbleScaling k = nibble_scaling(r, scale, g);
   float values[8];
   if (k.lean) {
-    nibble_word_values(codes, nibble_format(r.element).mag_shift, k, values);
-    io::store_values<true>(output, y, element, 8, values);
+    nibble_word_values(codes, nibble_format(r.element).mag_shift, k, values);  // kCodes 4: nibbles 4-7 are 0
+    io::store_values<true>(output, y, element, kCodes, values);
     return;
   }
   const float scale_value = block_scale_value(r, scale);
   KVQ_UNROLL
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < kCodes; ++i)
     values[i] = dequantize_scaled_element(r, g, scale_value, static_cast<std::uint8_t>((codes >> (4 * i)) & 0xFu));
-  io::store_values(output, y, element, 8, values);
+  io::store_values(output, y, element, kCodes, values);
+}
+// Eight codes: one little-endian word at `word`.
+KVQ_HD inline void dequantize_nibble_word(const Recipe& r, const std::uint8_t* word, std::uint8_t scale, float g,
+                                          DType output, void* y, std::int64_t element) {
+  dequantize_nibbles<8>(r, io::load_word(word), scale, g, output, y, element);
+}
+// Four codes (two bytes at `half`): the kernels' FP32 output, 16 bytes a thread (a warp's stores
+// then fill whole sectors; eight FP32 values a thread are two stores at a 32-byte lane stride).
+KVQ_HD inline void dequantize_nibble_half(const Recipe& r, const std::uint8_t* half, std::uint8_t scale, float g,
+                                          DType output, void* y, std::int64_t element) {
+  dequantize_nibbles<4>(r, io::load_half_word(half), scale, g, output, y, element);
 }
 
 // Elements [first, first + n) of block (row, b): codes and scale to values of the output type.
@@ -397,6 +457,7 @@ KVQ_HD inline void dequantize_span(const QuantizeShape& s, const std::uint8_t* c
   io::store_values(output, y, row * s.cols + b * s.block() + first, n, values);
 }
 inline constexpr int kDequantizeSpan = 8;  // 16 bytes of BF16/FP16 output, 4 of E2M1 codes
+inline constexpr int kDequantizeSpanFp32 = 4;  // 16 bytes of FP32 output
 template <int kN = 0>
 KVQ_HD inline void dequantize_one_block(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
                                         float g, DType output, void* y, std::int64_t row, std::int64_t b) {

@@ -6,9 +6,6 @@
 
 #include "kernels/device_launch.cuh"
 #include "kernels/code_table.cuh"
-#ifndef KVQ_QMINB
-#define KVQ_QMINB 6
-#endif
 #include "kernels/lane_quantize.hpp"
 #include "kernels/quantize.hpp"
 
@@ -76,67 +73,108 @@ constexpr bool kTableOf = C == kGeneric || (kFixed[C].scale == BlockScale::e4m3_
                                             (kFixed[C].two_level == TwoLevel::reference ||
                                              kFixed[C].two_level == TwoLevel::four_over_six));
 
+template <int C>
+constexpr bool kOccupiedOf = C != kGeneric && kFixed[C].scale == BlockScale::e4m3_two_level &&
+                             kFixed[C].two_level == TwoLevel::four_over_six;
+
+// Whether configuration C with input T runs the pipelined loop (where x is 16-byte aligned): a
+// packed block of BF16 pair words, the next block's words loaded while this one is quantized.
+// BF16 only: the FP16 4over6 kernel pipelined the same way took a 416-byte stack frame and ran at
+// 44% of copy (run 59; 79% without).
+template <int C, DType T>
+constexpr bool kPipelinedOf = kOccupiedOf<C> && T == DType::bf16 && kBlockOf<C> % 8 == 0;
+
+template <int C, DType T>
+__device__ __forceinline__ void quantize_blocks(const QuantizeShape& s, const void* x, const GlobalTerms& t,
+                                                std::uint8_t* codes, std::uint8_t* scales) {
+  const std::int64_t blocks_per_row = s.cols / s.block();
+  const std::int64_t total = s.rows * blocks_per_row;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+  if constexpr (kPipelinedOf<C, T>) {
+    if ((reinterpret_cast<std::uintptr_t>(x) & 15) == 0) {  // so is every block (whole 16-byte vectors)
+      constexpr int kN = kBlockOf<C>;
+      std::uint32_t next[kN / 2];
+      if (k < total) io::load_pair_words<kN, true>(x, k * kN, next);
+      for (; k < total; k += stride) {
+        std::uint32_t pairs[kN / 2];
+        KVQ_UNROLL
+        for (int i = 0; i < kN / 2; ++i) pairs[i] = next[i];
+        if (k + stride < total) io::load_pair_words<kN, true>(x, (k + stride) * kN, next);
+        quantize_pair_words<kN>(s, T, t, pairs, codes, scales, 0, k);  // dense rows: block k of row 0
+      }
+      return;
+    }
+  }
+  for (; k < total; k += stride)
+    quantize_one_block<kBlockOf<C>, kMayPackOf<C>>(s, T, x, t, codes, scales, 0, k);  // dense rows: block k of row 0
+}
+
 template <int C, DType T>
 __device__ __forceinline__ void quantize_body(QuantizeShape shape, const void* x, float g, std::uint8_t* codes,
                                               std::uint8_t* scales) {
   const QuantizeShape s = specialise<C>(shape);
-  GlobalTerms t = global_terms(g);  // g's terms once a thread, its code table once a thread block
-  if constexpr (kTableOf<C>) {
+  if constexpr (kTableOf<C>) {  // g's code table once a thread block
     __shared__ CodeTerms shared_codes[kE4m3Codes];
-    fill_code_table(g, t.rg, shared_codes);
+    const float rg = 1.0f / g;
+    fill_code_table(g, rg, shared_codes);
     __syncthreads();
-    t = global_terms(g, t.rg, shared_codes);
+    const GlobalTerms t = global_terms(g, rg, shared_codes);
+    if (t.lean) {  // the usual g: the loop sees lean and the table as constants (no per-block tests)
+      quantize_blocks<C, T>(s, x, GlobalTerms{g, rg, shared_codes, true}, codes, scales);
+      return;
+    }
   }
-  const std::int64_t blocks_per_row = s.cols / s.block();
-  const std::int64_t total = s.rows * blocks_per_row;
-  for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
-       k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    quantize_one_block<kBlockOf<C>, kMayPackOf<C>>(s, T, x, t, codes, scales, 0, k);  // dense rows: block k of row 0
+  quantize_blocks<C, T>(s, x, global_terms(g), codes, scales);  // no table: the plans divide (the same results)
 }
 template <int C, DType T>
 __global__ void quantize_kernel(QuantizeShape shape, const void* x, float g, std::uint8_t* codes, std::uint8_t* scales) {
   quantize_body<C, T>(shape, x, g, codes, scales);
 }
-// 4over6 with 8 thread blocks of 128 an SM: 64 registers instead of 72, no spill, and faster once
-// its instructions had shrunk (run 48: 77.9 -> 81.2%; in session 6, at ~520 instructions a block,
-// the same bounds changed nothing).
+// 4over6 with 7 thread blocks of 128 an SM (72 registers) and the pipelined BF16 loop: 81 -> 87%
+// (session 8, run 53: the lean loop 83%, pipelined 86.5% at (128, 8), which spills 104 bytes, and
+// 86.9% at (128, 7), 32 bytes). In session 7, (128, 8) took it 77.9 -> 81.2% (run 48).
 template <int C, DType T>
-__global__ void __launch_bounds__(128, 8)
+__global__ void __launch_bounds__(128, 7)
     quantize_kernel_occupied(QuantizeShape shape, const void* x, float g, std::uint8_t* codes, std::uint8_t* scales) {
   quantize_body<C, T>(shape, x, g, codes, scales);
 }
-template <int C>
-constexpr bool kOccupiedOf = C != kGeneric && kFixed[C].scale == BlockScale::e4m3_two_level &&
-                             kFixed[C].two_level == TwoLevel::four_over_six;
 
 // Fixed shapes: a thread per span of kDequantizeSpan elements (every fixed block is a multiple),
-// so a warp reads and writes contiguous bytes; the generic shape: a thread per block.
+// kDequantizeSpanFp32 for FP32 output: 16 bytes of output a thread, so a warp reads and writes
+// contiguous bytes (run 60: FP32 output in spans of 8, two 16-byte stores at a 32-byte lane
+// stride, ran at 61-76% of copy); the generic shape: a thread per block.
 constexpr bool spans_divide_fixed_blocks() {
   for (const Config& c : kFixed)
-    if (c.block % kDequantizeSpan) return false;
+    if (c.block % kDequantizeSpan || c.block % kDequantizeSpanFp32) return false;
   return true;
 }
 static_assert(spans_divide_fixed_blocks(), "every fixed block is a whole number of dequantize spans");
+template <int C, DType T>
+constexpr int kSpanOf = C == kGeneric ? 0 : T == DType::fp32 ? kDequantizeSpanFp32 : kDequantizeSpan;
+// Fixed 4-bit configurations (all with block scales): a span is one word of eight codes (FP32
+// output: half a word, four codes).
 template <int C>
-constexpr int kSpanOf = C == kGeneric ? 0 : kDequantizeSpan;
-// Fixed 4-bit configurations (all with block scales): a span is one word of eight codes.
-template <int C>
-constexpr bool kNibbleWords = C != kGeneric && format_of(kFixed[C].element).bits() == 4 && kDequantizeSpan == 8;
+constexpr bool kNibbleWords = C != kGeneric && format_of(kFixed[C].element).bits() == 4 && kDequantizeSpan == 8 &&
+                              kDequantizeSpanFp32 == 4;
 template <int C, DType T>
 __device__ inline void dequantize_spans(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
                                         float g, void* y) {
-  const int n = C == kGeneric ? s.block() : kSpanOf<C>;
+  const int n = C == kGeneric ? s.block() : kSpanOf<C, T>;
   const int spans_per_block = s.block() / n;
   const std::int64_t total = s.rows * (s.cols / n);
   for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t block = k / spans_per_block;  // dense rows: block `block` of row 0
-    if constexpr (kNibbleWords<C>) {  // span k is code word k
+    if constexpr (kNibbleWords<C> && T == DType::fp32) {  // span k is half word k
+      dequantize_nibble_half(s.recipe, codes + 2 * k, scales[block], g, T, y, kDequantizeSpanFp32 * k);
+      continue;
+    } else if constexpr (kNibbleWords<C>) {  // span k is code word k
       dequantize_nibble_word(s.recipe, codes + 4 * k, scales[block], g, T, y, kDequantizeSpan * k);
       continue;
     }
     const int first = static_cast<int>(k - block * spans_per_block) * n;
-    dequantize_span<kSpanOf<C>>(s, codes, scales, g, T, y, 0, block, first, n);
+    dequantize_span<kSpanOf<C, T>>(s, codes, scales, g, T, y, 0, block, first, n);
   }
 }
 template <int C, DType T>
