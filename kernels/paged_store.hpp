@@ -247,7 +247,7 @@ KVQ_HD KVQ_KERNEL_INLINE void paged_store_item(const PagedStoreShape& s, const R
   load_chunk(s, c.side == KvSide::k ? a.key : a.value, chunk_first(s, c.side, c.token, c.head, c.chunk), &values);
   if (pair)
     io::prefetch(static_cast<const unsigned char*>(a.value) +
-                 chunk_first(s, KvSide::v, c.token, c.head, c.chunk) * value_bytes(s.input));
+                 chunk_first(s, KvSide::v, c.token, c.head, c.chunk) * bytes_of(s.input));
   if (slot < 0 || slot >= L.slots()) return;
   if constexpr (sizeof(Index) == 4) {
     d.block_size.divide(static_cast<Index>(slot), &c.block, &c.offset);

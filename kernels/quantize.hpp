@@ -27,8 +27,7 @@ namespace kvq::kernels {
 
 enum class DType : std::uint8_t { fp32, bf16, fp16 };
 const char* name_of(DType d);
-int bytes_of(DType d);
-KVQ_HD constexpr int value_bytes(DType d) { return d == DType::fp32 ? 4 : 2; }  // bytes_of, in device code
+KVQ_HD constexpr int bytes_of(DType d) { return d == DType::fp32 ? 4 : 2; }
 
 inline constexpr int kMaxBlock = kMaxRecipeBlock;  // one block is one thread's work
 inline constexpr int kTensorChunk = 16;    // per-tensor recipes work in chunks of 16
@@ -131,7 +130,7 @@ __device__ inline std::uint32_t pack_word(DType t, const float* v) {
 
 KVQ_HD inline void load_values(DType t, const void* x, std::int64_t first, int n, float* out) {
 #if defined(__CUDA_ARCH__)
-  const int bytes = t == DType::fp32 ? 4 : 2, per_word = 4 / bytes;
+  const int bytes = bytes_of(t), per_word = 4 / bytes;
   const auto* base = static_cast<const unsigned char*>(x) + first * bytes;
   if (aligned(base, 16) && (n * bytes) % 16 == 0) {
     KVQ_UNROLL
@@ -187,7 +186,7 @@ KVQ_HD inline void unpack_pair_words(DType t, const std::uint32_t* pairs, float*
 template <bool kFinite = false>  // kFinite: no value is NaN (the same bits, fewer instructions)
 KVQ_HD inline void store_values(DType t, void* y, std::int64_t first, int n, const float* v) {
 #if defined(__CUDA_ARCH__)
-  const int bytes = t == DType::fp32 ? 4 : 2, per_word = 4 / bytes;
+  const int bytes = bytes_of(t), per_word = 4 / bytes;
   auto* base = static_cast<unsigned char*>(y) + first * bytes;
   if (aligned(base, 16) && (n * bytes) % 16 == 0) {
     KVQ_UNROLL
@@ -356,7 +355,7 @@ KVQ_HD KVQ_KERNEL_INLINE void quantize_one_block(const QuantizeShape& s, DType i
   std::uint8_t scale = 0;
   if constexpr (kMayPack && kN > 0 && kN % 8 == 0) {
     if (packed) {
-      if (input != DType::fp32) {  // the packed quantizer's BF16 form takes the loaded words too
+      if (input != DType::fp32) {  // 16-bit input: its pair words (BF16: the packed quantizer's BF16 form)
         std::uint32_t pairs[kN / 2];
         io::load_pair_words<kN>(x, row * s.cols + b * n, pairs);
         quantize_pair_words<kN>(s, input, t, pairs, codes, scales, row, b);

@@ -6,7 +6,6 @@
 namespace kvq::kernels {
 
 const char* name_of(DType d) { return d == DType::fp32 ? "fp32" : (d == DType::bf16 ? "bf16" : "fp16"); }
-int bytes_of(DType d) { return d == DType::fp32 ? 4 : 2; }
 
 std::string validate(const QuantizeShape& s) {
   std::ostringstream os;

@@ -271,7 +271,7 @@ template <bool kAligned>
 KVQ_HD inline void load_inputs(DType t, const void* x, std::int64_t first, int n, float* out) {
 #if defined(__CUDA_ARCH__)
   if constexpr (kAligned) {
-    const int bytes = t == DType::fp32 ? 4 : 2, per_word = 4 / bytes;
+    const int bytes = bytes_of(t), per_word = 4 / bytes;
     const auto* base = reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(x) + first * bytes);
     KVQ_UNROLL
     for (int v = 0; v < n * bytes / 16; ++v) {
@@ -336,7 +336,7 @@ KVQ_HD inline GroupSource group_source(const RopeShape& s, const RopeInputs& in,
   const void* tensor = it.part == RopePart::v ? in.v
                        : it.part == RopePart::q ? (it.rope ? in.q_rope : in.q_nope)
                                                 : (it.rope ? in.k_rope : in.k_nope);
-  const int bytes = s.input == DType::fp32 ? 4 : 2;
+  const int bytes = bytes_of(s.input);
   r.src = static_cast<const unsigned char*>(tensor) + token * (std::int64_t{heads} * dim * bytes) +
           std::int64_t{it.head} * dim * bytes;
   return r;
