@@ -188,6 +188,24 @@ KVQ_HD inline float byte_code_value(bool int8, std::uint32_t w, int i) {
   return float_from_bits(((b & 0x7Fu) << 20) | sign) * 0x1p120f;
 }
 
+// The factor of a lean span of 8-bit codes for dequantize: element i's value is
+// byte_code_value(i) * g, the product dequantize_scaled_element rounds once: v * 2^e (E8M0; INT8:
+// k * 2^(e - 6), where 2^(e - 6) is exact, subnormal at worst, as is k / 64, so both round the
+// exact k * 2^(e - 6) once) or v * g (E4M3 per tensor). Lean unless the E8M0 scale is NaN (0xFF)
+// or a per-tensor g is not finite (0 * inf); two-level scales and INT8 per tensor (g * 2^-6 may
+// lose bits) are never lean. The caller also tests the codes for E4M3 NaNs (word_has_e4m3_nan).
+struct ByteScaling {
+  bool lean;
+  float g;
+};
+KVQ_HD inline ByteScaling byte_scaling(const Recipe& r, std::uint8_t scale_code, float g) {
+  const bool int8 = r.element == FormatId::int8;
+  if (r.scale == BlockScale::e8m0_pow2)
+    return {scale_code != 0xFF, block_scale_value(r, scale_code) * (int8 ? 0x1p-6f : 1.0f)};
+  if (r.scale == BlockScale::tensor_only && !int8) return {fabsf(g) <= 3.4028235e38f, g};
+  return {false, g};
+}
+
 // Sixteen 8-bit codes of a lean span (four little-endian words) -> sixteen workspace E4M3 codes.
 KVQ_HD inline void byte_words_e4m3(bool int8, const std::uint32_t* in, float g, std::uint32_t* out) {
   KVQ_UNROLL

@@ -219,6 +219,15 @@ KVQ_HD inline std::uint16_t bf16_rne_fast(float y) {
 #endif
 }
 
+// FP16 -> FP32, exact: the device's conversion, the codec on the host.
+KVQ_HD inline float fp16_value(std::uint16_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __half2float(__ushort_as_half(bits));
+#else
+  return decode_float(kFP16, bits);
+#endif
+}
+
 // FP32 -> FP16 round to nearest even (subnormals kept), IEEE overflow; NaN as bf16_rne_fast.
 KVQ_HD inline std::uint16_t fp16_rne_fast(float y) {
   const std::uint32_t b = bits_of(y);

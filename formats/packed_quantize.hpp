@@ -75,6 +75,10 @@ KVQ_HD inline GlobalTerms global_terms(float g, float rg, const CodeTerms* codes
 KVQ_HD inline GlobalTerms global_terms(float g, const CodeTerms* codes) { return global_terms(g, 1.0f / g, codes); }
 KVQ_HD inline GlobalTerms global_terms(float g) { return global_terms(g, nullptr); }
 
+// Which 16-bit inputs a block's pair words (element 2i in the low half) hold, where the caller
+// has them as loaded: none (FP32 input), BF16 or FP16.
+enum class PairWords : std::uint8_t { none, bf16, fp16 };
+
 namespace packed_detail {
 
 // max(m, a) with NaN propagating (PTX max.NaN.f32): one pass over a block tells a finite block
@@ -139,11 +143,11 @@ KVQ_HD inline std::uint32_t sign_nibbles(const float* x) {
   return (even & 0x08080808u) | (odd & 0x80808080u);
 }
 
-// The sign nibbles of eight BF16 elements from their four pair words (element 2i's sign is bit 15
-// of word i, element 2i+1's bit 31): six instructions. byte_permute copies the signs into whole
-// bytes, [S0, S2, S1, S3] from words 0 and 1 and [S4, S6, S5, S7] from words 2 and 3, then gathers
-// the even and the odd ones, as sign_nibbles.
-KVQ_HD inline std::uint32_t sign_nibbles_bf16(const std::uint32_t* pairs) {
+// The sign nibbles of eight 16-bit elements (BF16 or FP16) from their four pair words (element
+// 2i's sign is bit 15 of word i, element 2i+1's bit 31): six instructions. byte_permute copies the
+// signs into whole bytes, [S0, S2, S1, S3] from words 0 and 1 and [S4, S6, S5, S7] from words 2
+// and 3, then gathers the even and the odd ones, as sign_nibbles.
+KVQ_HD inline std::uint32_t sign_nibbles_pairs(const std::uint32_t* pairs) {
   constexpr std::uint32_t kPairSigns = 0xFBD9u;  // [a.1, b.1, a.3, b.3], each byte's top bit in all eight
   const std::uint32_t a = byte_permute(pairs[0], pairs[1], kPairSigns), b = byte_permute(pairs[2], pairs[3], kPairSigns);
   const std::uint32_t even = byte_permute(a, b, 0x5410u), odd = byte_permute(a, b, 0x7632u);
@@ -168,19 +172,46 @@ KVQ_HD inline std::uint32_t bf16x2_max_magnitude(std::uint32_t a, std::uint32_t 
 #endif
 }
 
+// max(|a|, |b|) of each FP16 half of two pair words, NaN if either is (PTX
+// max.NaN.xorsign.abs.f16x2, whose result's sign bits the block max drops; the host compares the
+// magnitude bits as integers, which order FP16 numbers as their values and every NaN above them).
+// Exact: the result is one of the inputs' magnitudes.
+KVQ_HD inline std::uint32_t fp16x2_max_magnitude(std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t r;
+  asm("max.NaN.xorsign.abs.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+#else
+  std::uint32_t r = 0;
+  for (int h = 0; h < 2; ++h) {
+    const std::uint32_t ma = (a >> (16 * h)) & 0x7fffu, mb = (b >> (16 * h)) & 0x7fffu;
+    r |= (ma > mb ? ma : mb) << (16 * h);
+  }
+  return r;
+#endif
+}
+
 // A block's sign nibbles (one word per eight elements) and its max |x| (NaN where any element
-// is NaN: max_nan); kBf16: the inputs are BF16 and `pairs` their kN/2 words (element 2i in the
-// low half): both from the words, the max from kN/2 - 1 paired maxima and one FP32 maximum of the
-// last pair's halves.
-template <int kN, bool kBf16>
+// is NaN: max_nan); kPairs: the inputs are BF16 or FP16 and `pairs` their kN/2 words (element 2i
+// in the low half): both from the words (the signs are bits 15 and 31 of either type), the max
+// from kN/2 - 1 paired maxima and one maximum of the last pair's halves (FP16: of their magnitude
+// bits as integers, NaN above every number, then widened exactly).
+template <int kN, PairWords kPairs>
 KVQ_HD inline float block_signs_and_max(const float* x, const std::uint32_t* pairs, std::uint32_t* signs) {
-  if constexpr (kBf16) {
+  if constexpr (kPairs != PairWords::none) {
     KVQ_UNROLL
-    for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles_bf16(pairs + 4 * w);
+    for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles_pairs(pairs + 4 * w);
     std::uint32_t m = pairs[0];
-    KVQ_UNROLL
-    for (int i = 1; i < kN / 2; ++i) m = bf16x2_max_magnitude(m, pairs[i]);
-    return max_nan(fabsf(float_from_bits(m << 16)), fabsf(float_from_bits(m & 0xffff0000u)));
+    if constexpr (kPairs == PairWords::bf16) {
+      KVQ_UNROLL
+      for (int i = 1; i < kN / 2; ++i) m = bf16x2_max_magnitude(m, pairs[i]);
+      return max_nan(fabsf(float_from_bits(m << 16)), fabsf(float_from_bits(m & 0xffff0000u)));
+    } else {
+      KVQ_UNROLL
+      for (int i = 1; i < kN / 2; ++i) m = fp16x2_max_magnitude(m, pairs[i]);
+      const std::uint32_t lo = m & 0x7fffu, hi = (m >> 16) & 0x7fffu;
+      return fp16_value(static_cast<std::uint16_t>(lo > hi ? lo : hi));
+    }
   } else {
     KVQ_UNROLL
     for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles(x + 8 * w);
@@ -490,17 +521,16 @@ KVQ_HD inline void pack_codes(const std::uint8_t* codes, int n, std::uint32_t* w
 // quantize_block's codes packed.
 // t: global_terms(g, codes), which kernels compute once for all their blocks (the table of g's code
 // terms in shared memory); without a table the two-level plans divide (the same results).
-// kBf16: x are BF16 values and `pairs` their kN/2 words as loaded (element 2i in the low half;
-// the kernels' BF16 inputs): the block max and the signs from paired 16-bit operations
+// kPairs: x are BF16 or FP16 values and `pairs` their kN/2 words as loaded (element 2i in the low
+// half; the kernels' 16-bit inputs): the block max and the signs from paired 16-bit operations
 // (packed_detail::block_signs_and_max), the same results.
-template <int kN, bool kBf16 = false>
-KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, const GlobalTerms& t, const float* x,
+template <int kN, PairWords kPairs = PairWords::none>
+KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_packed(const Recipe& r, const GlobalTerms& t, const float* x,
                                                  std::uint32_t* words, const std::uint32_t* pairs = nullptr) {
   static_assert(kN % 8 == 0 && kN <= kMaxRecipeBlock, "whole words");
-  const float g = t.g;
   if (has_packed_fast_form(r)) {
     std::uint32_t signs[kN / 8];
-    const float m = packed_detail::block_signs_and_max<kN, kBf16>(x, pairs, signs);
+    const float m = packed_detail::block_signs_and_max<kN, kPairs>(x, pairs, signs);
     if (m <= 3.4028235e38f) {  // finite: m is the block max, and no element is NaN
       if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six) {
         std::uint8_t scale = 0;
@@ -528,7 +558,7 @@ KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, const GlobalTe
     }
   }
   std::uint8_t codes[kN];
-  const std::uint8_t scale = quantize_block(r, g, x, kN, codes);
+  const std::uint8_t scale = quantize_block(r, t.g, x, kN, codes);
   pack_codes(codes, kN, words);
   return scale;
 }

@@ -1,12 +1,16 @@
-// Quantizing large 8-bit blocks (the MLA FP8 tile of 128) with the block split over lanes: each
-// lane loads and encodes a span of kLaneSpan elements, the lanes of a block combine their maxima
-// (a warp shuffle on the GPU, a loop in the CPU twin), and every lane applies the block's plan.
-// One thread per 128-element tile needed 155 registers and ran at 65% of copy bandwidth.
+// Quantizing E8M0-scaled blocks with the block split over lanes: each lane loads and encodes a
+// span of kLaneSpan elements, the lanes of a block combine their maxima (a warp shuffle on the
+// GPU, a loop in the CPU twin), and every lane applies the block's plan. Two shapes run here:
+// - the MLA FP8 tile of 128 (eight lanes): one thread per tile needed 155 registers and ran at
+//   65% of copy bandwidth;
+// - FP32 input in blocks of 32 (two lanes; mxfp4-*, mxfp8, mxint8, mxint4): one thread per block
+//   loads its 128 bytes at a 128-byte lane stride, 32 values in registers, and ran at 79-84%.
 //
 // The codes and scale are quantize_block's (formats/recipes.hpp): the block max is the largest
 // |x| with NaN ignored, in any order; plan_block gives the same scale code and the same x * 2^-e
-// as quantize_block's E8M0 case, and encode_element is its element code. The GPU kernel is checked
-// against the CPU twin (quantize_cpu) and this file's twin against quantize_cpu, byte for byte.
+// as quantize_block's E8M0 case, and encode_element is its element code (4-bit spans of a finite
+// block: quantize_block_packed's packed words, the same codes). The GPU kernel is checked against
+// the CPU twin (quantize_cpu) and the twin against the recipe oracle, byte for byte.
 #pragma once
 
 #include <cstdint>
@@ -16,14 +20,20 @@
 
 namespace kvq::kernels {
 
-inline constexpr int kLaneSpan = 16;  // 32 bytes of BF16/FP16 input, 16 bytes of codes
+inline constexpr int kLaneSpan = 16;  // 32 bytes of BF16/FP16 input (64 of FP32); 16 or 8 bytes of codes
 
-// Whether shape s runs lane-split (quantize_cpu and device::quantize send it here): E4M3
-// elements, E8M0 blocks of 128 (mla-fp8-tile128).
-KVQ_HD inline bool lane_split(const QuantizeShape& s) {
-  return s.recipe.element == FormatId::e4m3fn && s.recipe.scale == BlockScale::e8m0_pow2 && s.recipe.block == 128 &&
-         !s.recipe.element_input_bf16;
+// Whether shape s with input type `input` runs lane-split (quantize_cpu and device::quantize send
+// it here): E8M0 blocks, either E4M3 tiles of 128 (mla-fp8-tile128) from any input, or blocks of
+// 32 from FP32 input with elements rounded half to even (the named MX recipes).
+KVQ_HD inline bool lane_split(const QuantizeShape& s, DType input) {
+  const Recipe& r = s.recipe;
+  if (r.scale != BlockScale::e8m0_pow2 || r.element_input_bf16) return false;
+  if (r.element == FormatId::e4m3fn && r.block == 128) return true;
+  return r.block == 32 && input == DType::fp32 && r.element_rounding == Rounding::nearest_even;
 }
+KVQ_HD inline int lanes_of(const QuantizeShape& s) { return s.recipe.block / kLaneSpan; }
+// Code words (four bytes each) of a span: two of 4-bit codes, four of 8-bit ones.
+KVQ_HD inline int span_words(const QuantizeShape& s) { return s.packed() ? kLaneSpan / 8 : kLaneSpan / 4; }
 
 // The largest |x| of a span with NaN ignored, and whether some element is NaN.
 struct SpanMax {
@@ -42,10 +52,28 @@ KVQ_HD inline SpanMax span_max(const float* x) {
 }
 KVQ_HD inline SpanMax combine(SpanMax a, SpanMax b) { return {a.max > b.max ? a.max : b.max, a.nan || b.nan}; }
 
-// A span's codes under its block's plan (an E8M0 plan: multiply by 2^-e, or NaN), as four
-// little-endian words: encode_element of each, four at a time (e4m3x4_satfinite_fast) where that is
-// what encode_element does (E4M3 nearest-even, lane_split excludes the BF16 input variant).
-KVQ_HD inline void encode_span(const Recipe& r, const BlockPlan& p, const float* x, std::uint32_t* words) {
+// A span's codes under its block's plan (an E8M0 plan: multiply by 2^-e, or NaN) with block max
+// m, as span_words(s) little-endian words:
+// - 4-bit elements rounded half to even of a finite block: the packed words of
+//   quantize_block_packed (formats/packed_quantize.hpp: signs, then magics with integer adds);
+// - E4M3 nearest-even: four at a time (e4m3x4_satfinite_fast, what encode_element does);
+// - else encode_element of each (packed two a byte for 4-bit codes).
+KVQ_HD inline void encode_span(const QuantizeShape& s, const BlockPlan& p, SpanMax m, const float* x,
+                               std::uint32_t* words) {
+  const Recipe& r = s.recipe;
+  if (s.packed() && has_packed_fast_form(r) && r.element_rounding == Rounding::nearest_even && !m.nan &&
+      m.max <= 3.4028235e38f && p.op == ElementOp::multiply && packed_detail::packable(p)) {
+    using packed_detail::Magnitude;
+    std::uint32_t signs[kLaneSpan / 8];
+    KVQ_UNROLL
+    for (int w = 0; w < kLaneSpan / 8; ++w) signs[w] = packed_detail::sign_nibbles(x + 8 * w);
+    // As quantize_block_packed: every |q| is at most the block max's product.
+    const Magnitude magnitude = r.element == FormatId::int4 ? Magnitude::int4
+                                : m.max * p.by < 6.9f       ? Magnitude::e2m1_below_7
+                                                            : Magnitude::e2m1;
+    packed_detail::encode_words<kLaneSpan, false>(magnitude, x, signs, p.by, p.by, words);
+    return;
+  }
   float q[kLaneSpan];
   KVQ_UNROLL
   for (int i = 0; i < kLaneSpan; ++i) q[i] = p.op == ElementOp::nan ? float_from_bits(0x7fc00000u) : x[i] * p.by;
@@ -54,15 +82,20 @@ KVQ_HD inline void encode_span(const Recipe& r, const BlockPlan& p, const float*
     for (int w = 0; w < kLaneSpan / 4; ++w) words[w] = e4m3x4_satfinite_fast(q + 4 * w);
     return;
   }
+  std::uint8_t codes[kLaneSpan];
   KVQ_UNROLL
-  for (int w = 0; w < kLaneSpan / 4; ++w) {
-    words[w] = 0;
-    KVQ_UNROLL
-    for (int i = 0; i < 4; ++i) words[w] |= std::uint32_t{encode_element(r, q[4 * w + i])} << (8 * i);
+  for (int i = 0; i < kLaneSpan; ++i) codes[i] = encode_element(r, q[i]);
+  if (s.packed()) {
+    pack_codes(codes, kLaneSpan, words);
+    return;
   }
+  KVQ_UNROLL
+  for (int w = 0; w < kLaneSpan / 4; ++w)
+    words[w] = codes[4 * w] | (std::uint32_t{codes[4 * w + 1]} << 8) | (std::uint32_t{codes[4 * w + 2]} << 16) |
+               (std::uint32_t{codes[4 * w + 3]} << 24);
 }
 
-// Both return "" or an error naming the argument; s must be lane_split.
+// Both return "" or an error naming the argument; s must be lane_split for `input`.
 std::string quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
                                std::uint8_t* scales);
 namespace device {

@@ -7,21 +7,23 @@ namespace kvq::kernels {
 std::string quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
                                std::uint8_t* scales) {
   if (auto e = validate(s); !e.empty()) return e;
-  if (!lane_split(s)) return "recipe: the lane-split quantizer takes E4M3 elements with E8M0 blocks of 128";
-  constexpr int kLanes = 128 / kLaneSpan;
-  for (std::int64_t b = 0; b < s.rows * (s.cols / 128); ++b) {  // dense rows: block b of row 0
-    float v[kLanes][kLaneSpan];
+  if (!lane_split(s, input))
+    return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, or of 32 from FP32 input";
+  const int lanes = lanes_of(s), words = span_words(s);
+  constexpr int kMaxLanes = 128 / kLaneSpan;
+  for (std::int64_t b = 0; b < s.rows * (s.cols / s.block()); ++b) {  // dense rows: block b of row 0
+    float v[kMaxLanes][kLaneSpan];
     SpanMax m;
-    for (int lane = 0; lane < kLanes; ++lane) {
-      io::load_values(input, x, 128 * b + kLaneSpan * lane, kLaneSpan, v[lane]);
+    for (int lane = 0; lane < lanes; ++lane) {
+      io::load_values(input, x, s.block() * b + kLaneSpan * lane, kLaneSpan, v[lane]);
       m = combine(m, span_max(v[lane]));
     }
     const BlockPlan p = plan_block(s.recipe, g, m.max, m.nan);
     scales[b] = p.scale_code;
-    for (int lane = 0; lane < kLanes; ++lane) {
-      std::uint32_t words[kLaneSpan / 4];
-      encode_span(s.recipe, p, v[lane], words);
-      io::store_words(codes + 128 * b + kLaneSpan * lane, words, kLaneSpan / 4);
+    for (int lane = 0; lane < lanes; ++lane) {
+      std::uint32_t span[kLaneSpan / 4];
+      encode_span(s, p, m, v[lane], span);
+      io::store_words(codes + 4 * words * (lanes * b + lane), span, words);
     }
   }
   return {};

@@ -1,7 +1,7 @@
-// The lane-split quantize kernel (kernels/lane_quantize.hpp): eight lanes a 128-element block,
-// sixteen elements each (two 16-byte loads of BF16/FP16, one 16-byte store of codes); the block
-// max by three shuffles among the eight lanes; lane 0 stores the scale. Its own translation unit, so the
-// 4-bit packed paths of quantize_device.cu do not share its compile.
+// The lane-split quantize kernel (kernels/lane_quantize.hpp): kBlock / 16 lanes a block, sixteen
+// elements each (two 16-byte loads of BF16/FP16, four of FP32; one 16- or 8-byte store of codes);
+// the block max by shuffles among the block's lanes; the block's first lane stores the scale. Its
+// own translation unit, so the per-block paths of quantize_device.cu do not share its compile.
 #include <cuda_runtime.h>
 
 #include "kernels/device_launch.cuh"
@@ -10,16 +10,17 @@
 namespace kvq::kernels {
 namespace {
 
-constexpr int kLanes = 128 / kLaneSpan;  // a block's lanes: aligned groups of eight in a warp
-static_assert(32 % kLanes == 0);
-
-template <DType T>
+template <FormatId E, int kBlock, DType T>
 __global__ void quantize_lanes_kernel(QuantizeShape shape, const void* x, float g, std::uint8_t* codes,
                                       std::uint8_t* scales) {
+  constexpr int kLanes = kBlock / kLaneSpan;  // a block's lanes: aligned groups in a warp
+  static_assert(32 % kLanes == 0);
   QuantizeShape s = shape;
-  s.recipe.element = FormatId::e4m3fn;  // lane_split recipes as constants where the code branches on them
+  s.recipe.element = E;  // lane_split recipes as constants where the code branches on them
   s.recipe.scale = BlockScale::e8m0_pow2;
-  s.recipe.block = 128;
+  s.recipe.block = kBlock;
+  if (kBlock == 32) s.recipe.element_rounding = Rounding::nearest_even;
+  constexpr int kWords = format_of(E).bits() == 4 ? kLaneSpan / 8 : kLaneSpan / 4;
   const std::int64_t total = s.rows * (s.cols / kLaneSpan);  // a multiple of kLanes: whole blocks
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;  // blockDim: a multiple of 32
   // The lanes of a block run the loop the same number of times (k and stride step by multiples of
@@ -36,10 +37,30 @@ __global__ void quantize_lanes_kernel(QuantizeShape shape, const void* x, float 
     }
     const BlockPlan p = plan_block(s.recipe, g, m.max, m.nan);
     std::uint32_t words[kLaneSpan / 4];
-    encode_span(s.recipe, p, v, words);
-    io::store_words(codes + kLaneSpan * k, words, kLaneSpan / 4);
+    encode_span(s, p, m, v, words);
+    io::store_words(codes + 4 * kWords * k, words, kWords);
     if (k % kLanes == 0) scales[k / kLanes] = p.scale_code;
   }
+}
+
+template <FormatId E, int kBlock>
+cudaError_t launch_lanes(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+                         std::uint8_t* scales, cudaStream_t st) {
+  constexpr int kThreads = 256;
+  const int grid = launch::grid_for(s.rows * (s.cols / kLaneSpan), kThreads);
+  switch (input) {
+    case DType::fp32: quantize_lanes_kernel<E, kBlock, DType::fp32><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales); break;
+    case DType::bf16:
+    case DType::fp16:
+      if constexpr (kBlock == 128) {
+        if (input == DType::bf16) quantize_lanes_kernel<E, kBlock, DType::bf16><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales);
+        else quantize_lanes_kernel<E, kBlock, DType::fp16><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales);
+        break;
+      } else {
+        return cudaErrorInvalidValue;  // 16-bit blocks of 32 run per block (quantize_device.cu)
+      }
+  }
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -49,19 +70,23 @@ namespace device {
 std::string quantize_lanes(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
                            std::uint8_t* scales, void* stream) {
   if (auto e = validate(s); !e.empty()) return e;
-  if (!lane_split(s))
-    return "recipe: the lane-split quantizer takes E4M3 elements with E8M0 blocks of 128";
-  const std::int64_t work = s.rows * (s.cols / kLaneSpan);
-  if (work == 0) return {};
-  constexpr int kThreads = 256;
-  const int grid = launch::grid_for(work, kThreads);
+  if (!lane_split(s, input))
+    return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, or of 32 from FP32 input";
+  if (s.rows * s.cols == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
-  switch (input) {
-    case DType::fp32: quantize_lanes_kernel<DType::fp32><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales); break;
-    case DType::bf16: quantize_lanes_kernel<DType::bf16><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales); break;
-    case DType::fp16: quantize_lanes_kernel<DType::fp16><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales); break;
+  cudaError_t e = cudaErrorInvalidValue;
+  if (s.recipe.block == 128) {
+    e = launch_lanes<FormatId::e4m3fn, 128>(s, input, x, g, codes, scales, st);
+  } else {
+    switch (s.recipe.element) {  // block 32, FP32 input (lane_split)
+      case FormatId::e2m1: e = launch_lanes<FormatId::e2m1, 32>(s, input, x, g, codes, scales, st); break;
+      case FormatId::int4: e = launch_lanes<FormatId::int4, 32>(s, input, x, g, codes, scales, st); break;
+      case FormatId::e4m3fn: e = launch_lanes<FormatId::e4m3fn, 32>(s, input, x, g, codes, scales, st); break;
+      case FormatId::int8: e = launch_lanes<FormatId::int8, 32>(s, input, x, g, codes, scales, st); break;
+      default: break;
+    }
   }
-  return launch::status(cudaGetLastError());
+  return launch::status(e);
 }
 
 }  // namespace device

@@ -131,7 +131,7 @@ template <bool kPacked>
 KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, const GlobalTerms& t, const float* x,
                                                            const std::uint32_t* pairs, std::uint32_t* words) {
   if constexpr (kPacked) {
-    return pairs != nullptr ? quantize_block_packed<kPagedChunk, true>(r, t, x, words, pairs)
+    return pairs != nullptr ? quantize_block_packed<kPagedChunk, PairWords::bf16>(r, t, x, words, pairs)
                             : quantize_block_packed<kPagedChunk>(r, t, x, words);
   } else {
     std::uint8_t codes[kPagedChunk];

@@ -61,14 +61,8 @@ std::string requantize_e4m3_cpu(const QuantizeShape& s, const std::uint8_t* code
 
 // One input or output value <-> FP32 (exact widening; narrowing rounds to nearest even).
 // Fast paths, held to the oracle over all 2^16 patterns (suite kernels): BF16 is the top half
-// of an FP32 (NaN payloads kept as they are); FP16 through the hardware's exact conversion.
-KVQ_HD inline float fp16_value(std::uint16_t bits) {
-#if defined(__CUDA_ARCH__)
-  return __half2float(__ushort_as_half(bits));
-#else
-  return decode_float(kFP16, bits);
-#endif
-}
+// of an FP32 (NaN payloads kept as they are); FP16 through the hardware's exact conversion
+// (fp16_value, formats/fast_paths.hpp).
 KVQ_HD inline float load_value(DType t, const void* p, std::int64_t i) {
   switch (t) {
     case DType::fp32: return static_cast<const float*>(p)[i];
@@ -314,6 +308,11 @@ KVQ_HD inline void store_words(std::uint8_t* dst, const std::uint32_t* words, in
     for (int k = 0; k < count / 2; ++k) __stcs(reinterpret_cast<uint2*>(dst) + k, uint2{words[2 * k], words[2 * k + 1]});
     return;
   }
+  if (aligned(dst, 4)) {
+    KVQ_UNROLL
+    for (int k = 0; k < count; ++k) __stcs(reinterpret_cast<unsigned int*>(dst) + k, words[k]);
+    return;
+  }
 #endif
   KVQ_UNROLL
   for (int i = 0; i < 4 * count; ++i) dst[i] = static_cast<std::uint8_t>(words[i / 4] >> (8 * (i % 4)));
@@ -322,8 +321,8 @@ KVQ_HD inline void store_words(std::uint8_t* dst, const std::uint32_t* words, in
 }  // namespace io
 
 // The packed block (row, b) of a 4-bit recipe with block kN from its 16-bit values' pair words
-// (as loaded: io::load_pair_words), input BF16 or FP16: quantize (BF16: quantize_block_packed's
-// BF16 form), store its codes and scale. quantize_one_block's 16-bit path; the kernels may load
+// (as loaded: io::load_pair_words), input BF16 or FP16: quantize (quantize_block_packed's 16-bit
+// form: the block max and signs from the words), store its codes and scale. quantize_one_block's 16-bit path; the kernels may load
 // the words ahead (a pipelined loop).
 template <int kN>
 KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType input, const GlobalTerms& t,
@@ -332,10 +331,41 @@ KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType 
   float values[kN];
   io::unpack_pair_words<kN>(input, pairs, values);
   std::uint32_t words[kN / 8];
-  const std::uint8_t scale = input == DType::bf16 ? quantize_block_packed<kN, true>(s.recipe, t, values, words, pairs)
-                                                  : quantize_block_packed<kN>(s.recipe, t, values, words);
+  const std::uint8_t scale = input == DType::bf16
+                                 ? quantize_block_packed<kN, PairWords::bf16>(s.recipe, t, values, words, pairs)
+                                 : quantize_block_packed<kN, PairWords::fp16>(s.recipe, t, values, words, pairs);
   io::store_words(codes + row * s.code_bytes_per_row() + b * (kN / 2), words, kN / 8);
   if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
+}
+
+// Per-tensor recipes (8-bit codes, no block scales) in spans of kSpan elements: the kernels take
+// 16 bytes of input a thread (kTensorSpanOf: 8 BF16/FP16 values, 4 FP32), so a warp's loads and
+// stores are contiguous (a thread per chunk of 16 BF16 loaded 32 bytes at a 32-byte lane stride).
+// The elements of quantize_block's per-tensor case: plan_block's rule for g (x / g, x * (1/g), or
+// x * 0 where g = 0), E4M3 half to even four at a time (e4m3x4_satfinite_fast, what encode_element
+// does), else encode_element; elements [first, first + kSpan) of the row-major tensor.
+KVQ_HD constexpr int kTensorSpanOf(DType input) { return input == DType::fp32 ? 4 : 8; }
+template <int kSpan>
+KVQ_HD inline void quantize_tensor_span(const Recipe& r, const BlockPlan& p, DType input, const void* x,
+                                        std::int64_t first, std::uint8_t* codes) {
+  static_assert(kSpan % 4 == 0);
+  float q[kSpan];
+  io::load_values(input, x, first, kSpan, q);
+  KVQ_UNROLL
+  for (int i = 0; i < kSpan; ++i) q[i] = p.op == ElementOp::divide ? q[i] / p.by : q[i] * p.by;
+  std::uint32_t words[kSpan / 4];
+  if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even && !r.element_input_bf16) {
+    KVQ_UNROLL
+    for (int w = 0; w < kSpan / 4; ++w) words[w] = e4m3x4_satfinite_fast(q + 4 * w);
+  } else {
+    KVQ_UNROLL
+    for (int w = 0; w < kSpan / 4; ++w) {
+      words[w] = 0;
+      KVQ_UNROLL
+      for (int i = 0; i < 4; ++i) words[w] |= std::uint32_t{encode_element(r, q[4 * w + i])} << (8 * i);
+    }
+  }
+  io::store_words(codes + first, words, kSpan / 4);
 }
 
 // One block (row, b) of the tensor: load, quantize, store its scale, pack its codes. The whole
@@ -432,6 +462,38 @@ KVQ_HD inline void dequantize_nibble_half(const Recipe& r, const std::uint8_t* h
   dequantize_nibbles<4>(r, io::load_half_word(half), scale, g, output, y, element);
 }
 
+// 8-bit element codes, one a byte (dequantize_bytes, requantize_byte_span: spans of kByteSpan).
+inline constexpr int kByteSpan = 16;
+KVQ_HD constexpr bool byte_span_codes(FormatId element) { return element == FormatId::e4m3fn || element == FormatId::int8; }
+
+// kCodes (8 or 4) 8-bit codes (E4M3FN, INT8; byte i of the little-endian `words` is element
+// element + i) of a block with scale code `scale` (0 per tensor), to elements [element, element +
+// kCodes) of y: where byte_scaling finds the span lean and no code is an E4M3 NaN, each value is
+// byte_code_value * g (formats/fast_decode.hpp) and the 16-bit outputs take the paired
+// conversions; else the general element code.
+template <int kCodes>
+KVQ_HD inline void dequantize_bytes(const Recipe& r, const std::uint32_t* words, std::uint8_t scale, float g,
+                                    DType output, void* y, std::int64_t element) {
+  static_assert(kCodes == 8 || kCodes == 4);
+  const bool int8 = r.element == FormatId::int8;
+  const ByteScaling k = byte_scaling(r, scale, g);
+  bool nan_code = false;
+  KVQ_UNROLL
+  for (int w = 0; w < kCodes / 4; ++w) nan_code = nan_code || (!int8 && word_has_e4m3_nan(words[w]));
+  float values[kCodes];
+  if (k.lean && !nan_code) {
+    KVQ_UNROLL
+    for (int i = 0; i < kCodes; ++i) values[i] = byte_code_value(int8, words[i / 4], i % 4) * k.g;
+    io::store_values<true>(output, y, element, kCodes, values);
+    return;
+  }
+  const float scale_value = block_scale_value(r, scale);
+  KVQ_UNROLL
+  for (int i = 0; i < kCodes; ++i)
+    values[i] = dequantize_scaled_element(r, g, scale_value, static_cast<std::uint8_t>(words[i / 4] >> (8 * (i % 4))));
+  io::store_values(output, y, element, kCodes, values);
+}
+
 // Elements [first, first + n) of block (row, b): codes and scale to values of the output type.
 // kN > 0 fixes n at compile time. The CPU twin decodes whole blocks (first 0, n = block); the
 // kernels decode spans of kDequantizeSpan elements, a thread each, with the same element code.
@@ -445,6 +507,15 @@ KVQ_HD inline void dequantize_span(const QuantizeShape& s, const std::uint8_t* c
     const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
     for (int w = 0; w < n / 8; ++w)
       dequantize_nibble_word(s.recipe, codes + element / 2 + 4 * w, scale, g, output, y, element + 8 * w);
+    return;
+  }
+  if (byte_span_codes(s.recipe.element) && n % 4 == 0) {  // 8-bit codes: four at a time
+    const std::int64_t element = row * s.cols + b * s.block() + first;
+    const std::uint8_t scale = s.scales_per_row() ? scales[row * s.scales_per_row() + b] : 0;
+    for (int w = 0; w < n / 4; ++w) {
+      const std::uint32_t word = io::load_word(codes + element + 4 * w);
+      dequantize_bytes<4>(s.recipe, &word, scale, g, output, y, element + 4 * w);
+    }
     return;
   }
   std::uint8_t span_codes[kCap];
@@ -497,8 +568,6 @@ KVQ_HD inline void requantize_nibble_words(const Recipe& r, const std::uint8_t* 
 // Sixteen 8-bit codes (E4M3FN, INT8) of a block with scale code `scale`, to sixteen workspace E4M3
 // codes at out: formats/fast_decode.hpp's byte_words_e4m3 where lean (byte_requant_scaling, and no
 // E4M3 NaN code in the span), else requantize_e4m3 element by element.
-inline constexpr int kByteSpan = 16;
-KVQ_HD constexpr bool byte_span_codes(FormatId element) { return element == FormatId::e4m3fn || element == FormatId::int8; }
 KVQ_HD inline void requantize_byte_span(const Recipe& r, const std::uint8_t* codes, std::uint8_t scale, float factor,
                                         std::uint8_t* out) {
   std::uint32_t in[4], words[4];

@@ -28,7 +28,12 @@ std::string validate(const QuantizeShape& s) {
 std::string quantize_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
                          std::uint8_t* scales) {
   if (auto e = validate(s); !e.empty()) return e;
-  if (lane_split(s)) return quantize_lanes_cpu(s, input, x, g, codes, scales);  // as device::quantize
+  if (lane_split(s, input)) return quantize_lanes_cpu(s, input, x, g, codes, scales);  // as device::quantize
+  if (s.recipe.scale == BlockScale::tensor_only && !s.packed()) {  // spans of four (any span: the same codes)
+    const BlockPlan p = plan_block(s.recipe, g, 0.0f, false);
+    for (std::int64_t first = 0; first < s.rows * s.cols; first += 4) quantize_tensor_span<4>(s.recipe, p, input, x, first, codes);
+    return {};
+  }
   const CodeTable table = code_table(g);  // as the kernels: g's terms once
   const GlobalTerms t = global_terms(g, table.at);
   for (std::int64_t row = 0; row < s.rows; ++row)

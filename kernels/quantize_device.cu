@@ -81,8 +81,14 @@ constexpr bool kOccupiedOf = C != kGeneric && kFixed[C].scale == BlockScale::e4m
 // packed block of BF16 pair words, the next block's words loaded while this one is quantized.
 // BF16 only: the FP16 4over6 kernel pipelined the same way took a 416-byte stack frame and ran at
 // 44% of copy (run 59; 79% without).
+// Fixed configurations that lane_split sends to kernels/lane_quantize_device.cu for input T.
 template <int C, DType T>
-constexpr bool kPipelinedOf = kOccupiedOf<C> && T == DType::bf16 && kBlockOf<C> % 8 == 0;
+constexpr bool kLaneSplitOf = C != kGeneric && kFixed[C].scale == BlockScale::e8m0_pow2 &&
+                              ((kFixed[C].element == FormatId::e4m3fn && kFixed[C].block == 128) ||
+                               (kFixed[C].block == 32 && T == DType::fp32 && kFixed[C].rounding == Rounding::nearest_even));
+
+template <int C, DType T>
+constexpr bool kPipelinedOf = kOccupiedOf<C> && T != DType::fp32 && kBlockOf<C> % 8 == 0;
 
 template <int C, DType T>
 __device__ __forceinline__ void quantize_blocks(const QuantizeShape& s, const void* x, const GlobalTerms& t,
@@ -110,10 +116,23 @@ __device__ __forceinline__ void quantize_blocks(const QuantizeShape& s, const vo
     quantize_one_block<kBlockOf<C>, kMayPackOf<C>>(s, T, x, t, codes, scales, 0, k);  // dense rows: block k of row 0
 }
 
+// Fixed per-tensor configurations run quantize_tensor_span, a thread per 16 bytes of input.
+template <int C>
+constexpr bool kTensorSpansOf = C != kGeneric && kFixed[C].scale == BlockScale::tensor_only;
+
 template <int C, DType T>
 __device__ __forceinline__ void quantize_body(QuantizeShape shape, const void* x, float g, std::uint8_t* codes,
                                               std::uint8_t* scales) {
   const QuantizeShape s = specialise<C>(shape);
+  if constexpr (kTensorSpansOf<C>) {
+    constexpr int kSpan = kTensorSpanOf(T);
+    const BlockPlan p = plan_block(s.recipe, g, 0.0f, false);  // per tensor: g's rule alone
+    const std::int64_t total = s.rows * s.cols / kSpan;
+    for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
+         k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+      quantize_tensor_span<kSpan>(s.recipe, p, T, x, kSpan * k, codes);
+    return;
+  }
   if constexpr (kTableOf<C>) {  // g's code table once a thread block
     __shared__ CodeTerms shared_codes[kE4m3Codes];
     const float rg = 1.0f / g;
@@ -157,6 +176,12 @@ constexpr int kSpanOf = C == kGeneric ? 0 : T == DType::fp32 ? kDequantizeSpanFp
 template <int C>
 constexpr bool kNibbleWords = C != kGeneric && format_of(kFixed[C].element).bits() == 4 && kDequantizeSpan == 8 &&
                               kDequantizeSpanFp32 == 4;
+// Fixed 8-bit configurations (E4M3, INT8 codes): a span is two words of codes (FP32 output: one).
+template <int C>
+constexpr bool kByteWords = C != kGeneric && byte_span_codes(kFixed[C].element) && kDequantizeSpan == 8 &&
+                            kDequantizeSpanFp32 == 4;
+template <int C>
+constexpr bool kScalesOf = C == kGeneric || kFixed[C].scale != BlockScale::tensor_only;
 template <int C, DType T>
 __device__ inline void dequantize_spans(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
                                         float g, void* y) {
@@ -172,6 +197,16 @@ __device__ inline void dequantize_spans(const QuantizeShape& s, const std::uint8
     } else if constexpr (kNibbleWords<C>) {  // span k is code word k
       dequantize_nibble_word(s.recipe, codes + 4 * k, scales[block], g, T, y, kDequantizeSpan * k);
       continue;
+    } else if constexpr (kByteWords<C>) {  // span k is code word k (FP32 output), or word pair k
+      constexpr int kCodes = kSpanOf<C, T>;
+      std::uint32_t words[2];
+      if constexpr (kCodes == 8) {
+        io::load_word_pair(codes + 8 * k, words);
+      } else {
+        words[0] = io::load_word(codes + 4 * k);
+      }
+      dequantize_bytes<kCodes>(s.recipe, words, kScalesOf<C> ? scales[block] : 0, g, T, y, kCodes * k);
+      continue;
     }
     const int first = static_cast<int>(k - block * spans_per_block) * n;
     dequantize_span<kSpanOf<C, T>>(s, codes, scales, g, T, y, 0, block, first, n);
@@ -185,6 +220,13 @@ __global__ void dequantize_kernel(QuantizeShape shape, const std::uint8_t* codes
     const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
     if (address(codes) % 4 == 0 && address(y) % 16 == 0) {  // the usual case: no per-span alignment tests
       dequantize_spans<C, T>(s, static_cast<const std::uint8_t*>(__builtin_assume_aligned(codes, 4)), scales, g,
+                             __builtin_assume_aligned(y, 16));
+      return;
+    }
+  } else if constexpr (kByteWords<C>) {
+    const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+    if (address(codes) % 8 == 0 && address(y) % 16 == 0) {  // the usual case: no per-span alignment tests
+      dequantize_spans<C, T>(s, static_cast<const std::uint8_t*>(__builtin_assume_aligned(codes, 8)), scales, g,
                              __builtin_assume_aligned(y, 16));
       return;
     }
@@ -302,14 +344,14 @@ bool available(std::string* why) {
 std::string quantize(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
                      std::uint8_t* scales, void* stream) {
   if (auto e = validate(s); !e.empty()) return e;
-  if (lane_split(s)) return quantize_lanes(s, input, x, g, codes, scales, stream);  // kernels/lane_quantize_device.cu
-  const std::int64_t work = s.rows * (s.cols / s.block());
+  if (lane_split(s, input)) return quantize_lanes(s, input, x, g, codes, scales, stream);  // kernels/lane_quantize_device.cu
+  // Blocks, or spans of 16 input bytes per tensor (kTensorSpansOf; a multiple of 4 or 8 elements).
+  const std::int64_t work = s.recipe.scale == BlockScale::tensor_only ? s.rows * s.cols / kTensorSpanOf(input)
+                                                                     : s.rows * (s.cols / s.block());
   if (work == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   return status(dispatch(s, input, [&]<int C, DType T>() {
-    // The E4M3 tile of 128 is lane-split (above): no per-block kernel for it is built.
-    if constexpr (C != kGeneric && kFixed[C].element == FormatId::e4m3fn && kFixed[C].scale == BlockScale::e8m0_pow2 &&
-                  kFixed[C].block == 128) {
+    if constexpr (kLaneSplitOf<C, T>) {  // lane-split (above): no per-block kernel for it is built
       return cudaErrorInvalidValue;
     } else {
       if constexpr (kOccupiedOf<C>) {

@@ -17,9 +17,9 @@ enum class FastPath : int {
   e4m3_from_fp64, e4m3_from_fp64_sticky, e2m1_magic, int4_magic, e2m1_divide_a, e2m1_divide_b, bf16x2_rne_finite,
   fp16x2_rne_finite, e4m3x2_of_products, e4m3x4_satfinite, e2m1_magic_away,
   e2m1_magic_below_7, e2m1_magic_to_4_5, scale_quotient_a, scale_quotient_b, code_terms, e2m1_round_below_7,
-  bf16x2_max_magnitude, bf16_sign_nibbles
+  bf16x2_max_magnitude, pair_sign_nibbles, fp16x2_max_magnitude
 };
-inline constexpr int kFastPathCount = 30;
+inline constexpr int kFastPathCount = 31;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
     "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
@@ -28,7 +28,7 @@ inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "fp16x2-rne-finite", "e4m3x2-of-products-finite", "e4m3x4-rne-satfinite", "e2m1-magnitude-magic-away",
     "e2m1-magnitude-magic-below-7", "e2m1-magnitude-magic-to-4.5", "scale-quotient-by-reciprocal-set-a",
     "scale-quotient-by-reciprocal-set-b", "code-terms", "e2m1-round-below-7", "bf16x2-max-magnitude",
-    "bf16-sign-nibbles"};
+    "pair-sign-nibbles", "fp16x2-max-magnitude"};
 
 // Denominators of the divide cases (formats/packed_quantize.hpp: divide_by_reciprocal is used for
 // d in [2^-64, 2^64]): both ends, powers of two, E4M3 x FP32 products, odd mantissas, near-ones.
@@ -115,31 +115,35 @@ KVQ_HD inline std::uint32_t round_below_7_case(std::uint32_t bits, bool referenc
   return bits_of(e2m1_round_below_7(a).tiny);
 }
 
-// The BF16 forms of the packed quantizer (formats/packed_quantize.hpp: block_signs_and_max). The
+// The 16-bit forms of the packed quantizer (formats/packed_quantize.hpp: block_signs_and_max). The
 // paired maximum of magnitudes of a = bits and b = mix32(bits), each half against the larger
 // magnitude of the codec's two values (a NaN half reads 0x7FFF on both sides; the result's sign
 // bits, the XOR of the inputs', are dropped). The sign nibbles of the four words bits,
-// rotl(bits, 8), ~bits, mix32(bits) against the sign bits one by one.
-KVQ_HD inline std::uint32_t bf16_max_case(std::uint32_t bits, bool reference) {
+// rotl(bits, 8), ~bits, mix32(bits) against the sign bits one by one (bits 15 and 31 of a word,
+// BF16 or FP16 alike).
+KVQ_HD inline std::uint32_t pair_max_case(Format f, std::uint32_t bits, bool reference) {
   const std::uint32_t a = bits, b = mix32(bits);
+  const std::uint32_t inf = f.mantissa_bits == 7 ? 0x7f80u : 0x7c00u;
   std::uint32_t r = 0;
   for (int h = 0; h < 2; ++h) {
     std::uint32_t half;
     if (reference) {
-      const float va = fabsf(decode_float(kBF16, (a >> (16 * h)) & 0xffffu));
-      const float vb = fabsf(decode_float(kBF16, (b >> (16 * h)) & 0xffffu));
-      half = (va != va || vb != vb) ? 0x7fffu : static_cast<std::uint32_t>(encode(kBF16, Conversion{}, unpack(kFP32, bits_of(va > vb ? va : vb))));
+      const float va = fabsf(decode_float(f, (a >> (16 * h)) & 0xffffu));
+      const float vb = fabsf(decode_float(f, (b >> (16 * h)) & 0xffffu));
+      half = (va != va || vb != vb) ? 0x7fffu : static_cast<std::uint32_t>(encode(f, Conversion{}, unpack(kFP32, bits_of(va > vb ? va : vb))));
     } else {
-      half = (packed_detail::bf16x2_max_magnitude(a, b) >> (16 * h)) & 0x7fffu;
-      if (half > 0x7f80u) half = 0x7fffu;
+      const std::uint32_t m =
+          f.mantissa_bits == 7 ? packed_detail::bf16x2_max_magnitude(a, b) : packed_detail::fp16x2_max_magnitude(a, b);
+      half = (m >> (16 * h)) & 0x7fffu;
+      if (half > inf) half = 0x7fffu;
     }
     r |= half << (16 * h);
   }
   return r;
 }
-KVQ_HD inline std::uint32_t bf16_signs_case(std::uint32_t bits, bool reference) {
+KVQ_HD inline std::uint32_t pair_signs_case(std::uint32_t bits, bool reference) {
   const std::uint32_t pairs[4] = {bits, (bits << 8) | (bits >> 24), ~bits, mix32(bits)};
-  if (!reference) return packed_detail::sign_nibbles_bf16(pairs);
+  if (!reference) return packed_detail::sign_nibbles_pairs(pairs);
   std::uint32_t r = 0;
   for (int k = 0; k < 8; ++k) r |= ((pairs[k / 2] >> (k % 2 ? 31 : 15)) & 1u) << (4 * k + 3);
   return r;
@@ -217,8 +221,9 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
     case FastPath::scale_quotient_b: return scale_quotients(bits, 1, true);
     case FastPath::code_terms: return code_terms_case(bits, false);
     case FastPath::e2m1_round_below_7: return round_below_7_case(bits, false);
-    case FastPath::bf16x2_max_magnitude: return bf16_max_case(bits, false);
-    case FastPath::bf16_sign_nibbles: return bf16_signs_case(bits, false);
+    case FastPath::bf16x2_max_magnitude: return pair_max_case(kBF16, bits, false);
+    case FastPath::pair_sign_nibbles: return pair_signs_case(bits, false);
+    case FastPath::fp16x2_max_magnitude: return pair_max_case(kFP16, bits, false);
   }
   return 0;
 }
@@ -274,8 +279,9 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
     case FastPath::scale_quotient_b: return scale_quotients(bits, 1, false);
     case FastPath::code_terms: return code_terms_case(bits, true);
     case FastPath::e2m1_round_below_7: return round_below_7_case(bits, true);
-    case FastPath::bf16x2_max_magnitude: return bf16_max_case(bits, true);
-    case FastPath::bf16_sign_nibbles: return bf16_signs_case(bits, true);
+    case FastPath::bf16x2_max_magnitude: return pair_max_case(kBF16, bits, true);
+    case FastPath::pair_sign_nibbles: return pair_signs_case(bits, true);
+    case FastPath::fp16x2_max_magnitude: return pair_max_case(kFP16, bits, true);
   }
   return 0;
 }

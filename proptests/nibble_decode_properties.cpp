@@ -76,9 +76,10 @@ CodeTensor every_byte_code_and_scale(const Recipe& r) {
   return t;
 }
 
-// g where the two-level decision or arithmetic changes; power-of-two recipes ignore g.
+// g where the two-level or per-tensor decision or arithmetic changes (0, subnormal, the 2^118
+// bound, inf, NaN); power-of-two recipes ignore g.
 std::vector<float> tensor_scales(const Recipe& r) {
-  if (r.scale != BlockScale::e4m3_two_level) return {1.0f, NAN};
+  if (r.scale == BlockScale::e8m0_pow2) return {1.0f, NAN};
   return {0.0f,    -0.0f,      0x1p-149f, 0x1.8p-140f, 1.0f / 2688.0f, 1.0f,      -0.3f,
           0x1.fffffep117f, 0x1p118f, 3.4028235e38f, INFINITY,       -INFINITY, NAN};
 }
@@ -132,8 +133,13 @@ std::string describe(const CodeTensor& t, DType d, float g, std::int64_t row, st
   return std::string(kernels::name_of(d)) + " g " + hex_code(kFP32, bits_of(g)) + " " + where(t, row, j);
 }
 
+// Every element code under every scale code (8-bit codes: every byte under every scale code).
+CodeTensor every_code_tensor(const Recipe& r) {
+  return kernels::byte_span_codes(r.element) ? every_byte_code_and_scale(r) : every_code_and_scale(r);
+}
+
 Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d) {
-  const CodeTensor t = every_code_and_scale(r);
+  const CodeTensor t = every_code_tensor(r);
   const QuantizeShape& s = t.shape;
   const int bytes = kernels::bytes_of(d);
   Tally tally;
@@ -144,7 +150,7 @@ Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d
     for (std::int64_t row = 0; row < s.rows; ++row) {
       for (std::int64_t j = 0; j < s.cols; ++j) {
         const std::uint8_t code = kernels::code_at(s, t.codes.data() + row * s.code_bytes_per_row(), j);
-        const std::uint8_t scale = t.scales[row * s.scales_per_row() + j / s.block()];
+        const std::uint8_t scale = s.scales_per_row() ? t.scales[row * s.scales_per_row() + j / s.block()] : 0;
         const float v = dequantize_scaled_element(r, g, block_scale_value(r, scale), code);
         kernels::store_value(d, want.data(), 0, v);
         if (std::memcmp(want.data(), &y[(row * s.cols + j) * bytes], bytes) == 0) {
@@ -205,7 +211,7 @@ Outcome device_vs_twin(const RunContext& ctx, const CodeTensor& t, int bytes, co
 }
 
 Outcome device_equals_twin(const RunContext& ctx, const Recipe& r, DType d) {
-  const CodeTensor t = every_code_and_scale(r);
+  const CodeTensor t = every_code_tensor(r);
   return device_vs_twin(
       ctx, t, kernels::bytes_of(d), tensor_scales(r), "g",
       [&](float g, std::uint8_t* out) { return kernels::dequantize_cpu(t.shape, t.codes.data(), t.scales.data(), g, d, out); },
@@ -215,8 +221,7 @@ Outcome device_equals_twin(const RunContext& ctx, const Recipe& r, DType d) {
 }
 
 Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r) {
-  const CodeTensor t = r.element == FormatId::e4m3fn || r.element == FormatId::int8 ? every_byte_code_and_scale(r)
-                                                                                     : every_code_and_scale(r);
+  const CodeTensor t = every_code_tensor(r);
   const QuantizeShape& s = t.shape;
   Tally tally;
   std::vector<std::uint8_t> out(s.rows * s.cols);
@@ -241,8 +246,7 @@ Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r)
 }
 
 Outcome requant_device_equals_twin(const RunContext& ctx, const Recipe& r) {
-  const CodeTensor t = r.element == FormatId::e4m3fn || r.element == FormatId::int8 ? every_byte_code_and_scale(r)
-                                                                                     : every_code_and_scale(r);
+  const CodeTensor t = every_code_tensor(r);
   return device_vs_twin(
       ctx, t, 1, workspace_factors(), "factor",
       [&](float factor, std::uint8_t* out) {
@@ -293,6 +297,16 @@ void register_nibble_decode_properties() {
     for (const DType d : {DType::fp32, DType::bf16, DType::fp16}) {
       const Recipe r = recipe;
       const std::string base = "nibble-decode/" + name + "/" + kernels::name_of(d);
+      add_property("kernels", base + "/twin-equals-element-code-every-code-scale-g", Device::cpu,
+                   [r, d](const RunContext& ctx) { return twin_equals_element_code(ctx, r, d); });
+      add_property("gpu", "kernels/" + base + "/device-equals-twin-every-code-scale-g", Device::cuda,
+                   [r, d](const RunContext& ctx) { return device_equals_twin(ctx, r, d); });
+    }
+  }
+  for (const auto& [name, recipe] : byte_recipes()) {  // dequantize_bytes: lean spans and the element code
+    for (const DType d : {DType::fp32, DType::bf16, DType::fp16}) {
+      const Recipe r = recipe;
+      const std::string base = "byte-decode/" + name + "/" + kernels::name_of(d);
       add_property("kernels", base + "/twin-equals-element-code-every-code-scale-g", Device::cpu,
                    [r, d](const RunContext& ctx) { return twin_equals_element_code(ctx, r, d); });
       add_property("gpu", "kernels/" + base + "/device-equals-twin-every-code-scale-g", Device::cuda,

@@ -64,22 +64,32 @@ rc::Gen<PackedCase> gen_case(const Recipe& r, int n) {
 }
 
 // Both ways in: g alone (its terms computed for the block), and g's terms with its code table;
-// and the BF16 form (kBf16: paired maxima and signs from pair words) on the block's values cut to
-// BF16 (the low 16 bits cleared: NaN payloads there become inf).
+// and the 16-bit forms (PairWords: paired maxima and signs from pair words) on the block's values
+// cut to BF16 (the low 16 bits cleared: NaN payloads there become inf) and rounded to FP16 (NaN
+// stays NaN; values past FP16's range become inf).
 template <int kN>
-void check_bf16_form(const Recipe& r, const PackedCase& c) {
-  std::vector<float> x(c.x.size());
-  std::uint32_t pairs[kN / 2];
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = float_from_bits(bits_of(c.x[i]) & 0xffff0000u);
-  for (int i = 0; i < kN / 2; ++i) pairs[i] = (bits_of(x[2 * i]) >> 16) | bits_of(x[2 * i + 1]);
-  std::uint32_t words[kN / 8], expected_words[kN / 8];
-  std::uint8_t codes[kN];
-  const CodeTable table = code_table(c.g);
-  const std::uint8_t scale = quantize_block_packed<kN, true>(r, global_terms(c.g, table.at), x.data(), words, pairs);
-  const std::uint8_t expected_scale = quantize_block(r, c.g, x.data(), kN, codes);
-  pack_codes(codes, kN, expected_words);
-  RC_ASSERT(hex_code(kE4M3FN, scale) == hex_code(kE4M3FN, expected_scale));
-  for (int w = 0; w < kN / 8; ++w) RC_ASSERT(hex_code(kFP32, words[w]) == hex_code(kFP32, expected_words[w]));
+void check_pair_forms(const Recipe& r, const PackedCase& c) {
+  for (const PairWords form : {PairWords::bf16, PairWords::fp16}) {
+    std::vector<float> x(c.x.size());
+    std::uint16_t halves[kN];
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      halves[i] = form == PairWords::bf16 ? static_cast<std::uint16_t>(bits_of(c.x[i]) >> 16) : fp16_rne_fast(c.x[i]);
+      x[i] = form == PairWords::bf16 ? float_from_bits(std::uint32_t{halves[i]} << 16) : fp16_value(halves[i]);
+    }
+    std::uint32_t pairs[kN / 2];
+    for (int i = 0; i < kN / 2; ++i) pairs[i] = halves[2 * i] | (std::uint32_t{halves[2 * i + 1]} << 16);
+    std::uint32_t words[kN / 8], expected_words[kN / 8];
+    std::uint8_t codes[kN];
+    const CodeTable table = code_table(c.g);
+    const GlobalTerms t = global_terms(c.g, table.at);
+    const std::uint8_t scale = form == PairWords::bf16
+                                   ? quantize_block_packed<kN, PairWords::bf16>(r, t, x.data(), words, pairs)
+                                   : quantize_block_packed<kN, PairWords::fp16>(r, t, x.data(), words, pairs);
+    const std::uint8_t expected_scale = quantize_block(r, c.g, x.data(), kN, codes);
+    pack_codes(codes, kN, expected_words);
+    RC_ASSERT(hex_code(kE4M3FN, scale) == hex_code(kE4M3FN, expected_scale));
+    for (int w = 0; w < kN / 8; ++w) RC_ASSERT(hex_code(kFP32, words[w]) == hex_code(kFP32, expected_words[w]));
+  }
 }
 template <int kN>
 void check_packed(const Recipe& r, const PackedCase& c) {
@@ -96,7 +106,7 @@ void check_packed(const Recipe& r, const PackedCase& c) {
     RC_ASSERT(hex_code(kFP32, words[w]) == hex_code(kFP32, expected_words[w]));
     RC_ASSERT(hex_code(kFP32, table_words[w]) == hex_code(kFP32, expected_words[w]));
   }
-  check_bf16_form<kN>(r, c);
+  check_pair_forms<kN>(r, c);
 }
 
 // The lean plan (reciprocals instead of IEEE division) equals two_level_plan wherever it is used:
