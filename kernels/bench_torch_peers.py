@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Time what a Hopper user would otherwise run, next to `kvq bench`: PyTorch's FP8 cast
-x.to(torch.float8_e4m3fn) and an eager-PyTorch NVFP4 quantizer (reference recipe, codes
-packed two per byte). CUDA events, 3 warm-ups, median of --repeats; the device-to-device
-copy of the same bytes is timed in the same run. Prints rows like kvq bench; --csv writes them."""
+x.to(torch.float8_e4m3fn), the same after dividing by the per-tensor scale, and an eager-PyTorch
+NVFP4 quantizer (reference recipe, codes packed two per byte). CUDA events, 3 warm-ups, median of
+--repeats; the device-to-device copy of the same bytes is timed in the same run. Prints rows like
+kvq bench; --csv writes them."""
 import argparse
 import sys
 
@@ -68,6 +69,10 @@ def main():
         rows.append((kernel, recipe, moved, ms, moved / (ms * 1e6), 2 * half / (cms * 1e6)))
 
     add("torch-fp8-cast", "fp8-e4m3 (x.to)", x.numel() * 3, lambda: x.to(torch.float8_e4m3fn))
+    # What fp8-e4m3-tensor computes, eagerly: divide by the per-tensor scale amax/448, then cast
+    # (the scale computed once, outside the timing, as kvq bench's g).
+    scale = x.abs().amax().float() / 448.0
+    add("torch-fp8-scaled", "fp8-e4m3 (x/s).to", x.numel() * 3, lambda: (x / scale).to(torch.float8_e4m3fn))
     add("torch-eager", "nvfp4", x.numel() * 2 + x.numel() // 2 + x.numel() // 16, lambda: nvfp4_eager(x))
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     print(f"{'kernel':16s}{'recipe':18s}{'MB moved':>10s}{'ms':>10s}{'GB/s':>10s}{'copy GB/s':>12s}{'of copy':>10s}")

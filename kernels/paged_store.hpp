@@ -126,13 +126,16 @@ struct PagedTables {
 // packing, quantize_block itself for NaN/inf blocks), else quantize_block's codes packed: the
 // same bytes for every input. The generic kernel (runtime recipe) keeps quantize_block: with a
 // runtime recipe the packed path would add a second copy of every recipe's code. pairs: the
-// values' BF16 words where the input is BF16 (quantize_block_packed's BF16 form), else null.
+// values' 16-bit words where the input is BF16 or FP16 (`input`; quantize_block_packed's 16-bit
+// forms), else null.
 template <bool kPacked>
-KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, const GlobalTerms& t, const float* x,
-                                                           const std::uint32_t* pairs, std::uint32_t* words) {
+KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_nvfp4_chunk(const Recipe& r, const GlobalTerms& t, DType input,
+                                                           const float* x, const std::uint32_t* pairs,
+                                                           std::uint32_t* words) {
   if constexpr (kPacked) {
-    return pairs != nullptr ? quantize_block_packed<kPagedChunk, PairWords::bf16>(r, t, x, words, pairs)
-                            : quantize_block_packed<kPagedChunk>(r, t, x, words);
+    if (pairs == nullptr) return quantize_block_packed<kPagedChunk>(r, t, x, words);
+    return input == DType::bf16 ? quantize_block_packed<kPagedChunk, PairWords::bf16>(r, t, x, words, pairs)
+                                : quantize_block_packed<kPagedChunk, PairWords::fp16>(r, t, x, words, pairs);
   } else {
     std::uint8_t codes[kPagedChunk];
     const std::uint8_t scale = quantize_block(r, t.g, x, kPagedChunk, codes);
@@ -162,15 +165,16 @@ struct ChunkPlace {
 // quantize_nvfp4_chunk<kPacked>) and stored, the codes and the NVFP4 block scale at the layout's
 // offsets. recipe: s.recipe, or an equal constant (the fixed kernels pass one in __constant__
 // memory, which nvcc folds into the code).
-// Chunk: its 16 values as FP32, or (chunk_pairs) as their 8 BF16 pair words alone (store_chunk
-// unpacks them: a loaded chunk waiting for its turn holds 8 registers, not 24).
+// Chunk: its 16 values as FP32, or (chunk_pairs) as their 8 BF16 or FP16 pair words alone
+// (store_chunk unpacks them: a loaded chunk waiting for its turn holds 8 registers, not 24).
 struct ChunkValues {
   float x[kPagedChunk];
   std::uint32_t pairs[kPagedChunk / 2];
 };
-// Whether NVFP4 chunks take the packed quantizer's BF16 form (BF16 input): their pair words.
+// Whether NVFP4 chunks take the packed quantizer's 16-bit forms (BF16 or FP16 input): their pair
+// words.
 KVQ_HD inline bool chunk_pairs(const PagedStoreShape& s) {
-  return s.input == DType::bf16 && s.layout.format == PagedFormat::nvfp4;
+  return s.input != DType::fp32 && s.layout.format == PagedFormat::nvfp4;
 }
 // Loads a chunk's values (chunk_pairs: its pair words).
 KVQ_HD inline void load_chunk(const PagedStoreShape& s, const void* input, std::int64_t first, ChunkValues* v) {
@@ -186,7 +190,7 @@ KVQ_HD KVQ_KERNEL_INLINE void store_chunk(const PagedStoreShape& s, const Recipe
                                          const PagedStoreArgs& a, const ChunkPlace<Index>& c, const ChunkValues& chunk,
                                          const PagedTerms& terms) {
   float unpacked[kPagedChunk];
-  if (chunk_pairs(s)) io::unpack_pair_words<kPagedChunk>(DType::bf16, chunk.pairs, unpacked);
+  if (chunk_pairs(s)) io::unpack_pair_words<kPagedChunk>(s.input, chunk.pairs, unpacked);
   const float* values = chunk_pairs(s) ? unpacked : chunk.x;
   const PagedKvLayout& L = s.layout;
   const bool is_k = c.side == KvSide::k;
@@ -203,7 +207,7 @@ KVQ_HD KVQ_KERNEL_INLINE void store_chunk(const PagedStoreShape& s, const Recipe
   std::uint32_t words[kPagedChunk / 8];
   const GlobalTerms t = s.per_head_scales ? global_terms(g) : terms.side(is_k, g);
   const std::uint8_t scale =
-      quantize_nvfp4_chunk<kPacked>(recipe, t, values, chunk_pairs(s) ? chunk.pairs : nullptr, words);
+      quantize_nvfp4_chunk<kPacked>(recipe, t, s.input, values, chunk_pairs(s) ? chunk.pairs : nullptr, words);
   if constexpr (sizeof(Index) == 4) {  // paged_store_narrow: a block's bytes fit 31 bits
     std::uint8_t* base = a.key_cache + static_cast<std::int64_t>(c.block) * L.block_bytes();
     io::store_words(base + L.data_within(c.side, c.offset, c.head, c.chunk * (kPagedChunk / 2)), words, kPagedChunk / 8);

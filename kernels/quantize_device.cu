@@ -128,9 +128,16 @@ __device__ __forceinline__ void quantize_body(QuantizeShape shape, const void* x
     constexpr int kSpan = kTensorSpanOf(T);
     const BlockPlan p = plan_block(s.recipe, g, 0.0f, false);  // per tensor: g's rule alone
     const std::int64_t total = s.rows * s.cols / kSpan;
-    for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
-         k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-      quantize_tensor_span<kSpan>(s.recipe, p, T, x, kSpan * k, codes);
+    const auto spans = [&]<bool kStreamed>() {
+      for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
+           k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+        quantize_tensor_span<kSpan, kStreamed>(s.recipe, p, T, x, kSpan * k, codes);
+    };
+    if (p.op == ElementOp::divide) {
+      spans.template operator()<true>();
+    } else {
+      spans.template operator()<false>();
+    }
     return;
   }
   if constexpr (kTableOf<C>) {  // g's code table once a thread block
