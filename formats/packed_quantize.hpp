@@ -154,32 +154,21 @@ KVQ_HD inline std::uint32_t sign_nibbles_pairs(const std::uint32_t* pairs) {
   return (even & 0x08080808u) | (odd & 0x80808080u);
 }
 
-// max(|a|, |b|) of each BF16 half of two pair words, NaN if either is (PTX
-// max.NaN.xorsign.abs.bf16x2: the maximum magnitude, its sign the XOR of the two, which the
-// block max drops). Exact: the result is one of the inputs' magnitudes.
-KVQ_HD inline std::uint32_t bf16x2_max_magnitude(std::uint32_t a, std::uint32_t b) {
+// max(|a|, |b|) of each half of two pair words of 16-bit floats (kType: BF16 or FP16), NaN if
+// either is (PTX max.NaN.xorsign.abs.bf16x2 or .f16x2: the maximum magnitude, its sign the XOR of
+// the two, which the block max drops; the host compares the magnitude bits as integers, which
+// order either type's numbers as their values and put every NaN above them). Exact: the result
+// is one of the inputs' magnitudes.
+template <PairWords kType>
+KVQ_HD inline std::uint32_t pair_max_magnitude(std::uint32_t a, std::uint32_t b) {
+  static_assert(kType != PairWords::none);
 #if defined(__CUDA_ARCH__)
   std::uint32_t r;
-  asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-#else
-  std::uint32_t r = 0;
-  for (int h = 0; h < 2; ++h) {
-    const float m = max_nan(fabsf(float_from_bits((a >> (16 * h)) << 16)), fabsf(float_from_bits((b >> (16 * h)) << 16)));
-    r |= (bits_of(m) >> 16) << (16 * h);
+  if constexpr (kType == PairWords::bf16) {
+    asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  } else {
+    asm("max.NaN.xorsign.abs.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   }
-  return r;
-#endif
-}
-
-// max(|a|, |b|) of each FP16 half of two pair words, NaN if either is (PTX
-// max.NaN.xorsign.abs.f16x2, whose result's sign bits the block max drops; the host compares the
-// magnitude bits as integers, which order FP16 numbers as their values and every NaN above them).
-// Exact: the result is one of the inputs' magnitudes.
-KVQ_HD inline std::uint32_t fp16x2_max_magnitude(std::uint32_t a, std::uint32_t b) {
-#if defined(__CUDA_ARCH__)
-  std::uint32_t r;
-  asm("max.NaN.xorsign.abs.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   return r;
 #else
   std::uint32_t r = 0;
@@ -202,13 +191,11 @@ KVQ_HD inline float block_signs_and_max(const float* x, const std::uint32_t* pai
     KVQ_UNROLL
     for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles_pairs(pairs + 4 * w);
     std::uint32_t m = pairs[0];
+    KVQ_UNROLL
+    for (int i = 1; i < kN / 2; ++i) m = pair_max_magnitude<kPairs>(m, pairs[i]);
     if constexpr (kPairs == PairWords::bf16) {
-      KVQ_UNROLL
-      for (int i = 1; i < kN / 2; ++i) m = bf16x2_max_magnitude(m, pairs[i]);
       return max_nan(fabsf(float_from_bits(m << 16)), fabsf(float_from_bits(m & 0xffff0000u)));
     } else {
-      KVQ_UNROLL
-      for (int i = 1; i < kN / 2; ++i) m = fp16x2_max_magnitude(m, pairs[i]);
       const std::uint32_t lo = m & 0x7fffu, hi = (m >> 16) & 0x7fffu;
       return fp16_value(static_cast<std::uint16_t>(lo > hi ? lo : hi));
     }

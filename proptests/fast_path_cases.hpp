@@ -132,8 +132,8 @@ KVQ_HD inline std::uint32_t pair_max_case(Format f, std::uint32_t bits, bool ref
       const float vb = fabsf(decode_float(f, (b >> (16 * h)) & 0xffffu));
       half = (va != va || vb != vb) ? 0x7fffu : static_cast<std::uint32_t>(encode(f, Conversion{}, unpack(kFP32, bits_of(va > vb ? va : vb))));
     } else {
-      const std::uint32_t m =
-          f.mantissa_bits == 7 ? packed_detail::bf16x2_max_magnitude(a, b) : packed_detail::fp16x2_max_magnitude(a, b);
+      const std::uint32_t m = f.mantissa_bits == 7 ? packed_detail::pair_max_magnitude<PairWords::bf16>(a, b)
+                                                   : packed_detail::pair_max_magnitude<PairWords::fp16>(a, b);
       half = (m >> (16 * h)) & 0x7fffu;
       if (half > inf) half = 0x7fffu;
     }
