@@ -1,6 +1,11 @@
 // kvq bench: kernel throughput as a fraction of device-to-device copy bandwidth, both
-// measured in the same run (CUDA events, median). A benchmark, not a test.
+// measured in the same run (CUDA events, median). A benchmark, not a test. --peers then runs
+// kernels/bench_torch_peers.py (PyTorch's FP8 casts and an eager NVFP4 quantizer on an input of
+// the same size) and prints its rows after kvq's.
+#include <sys/wait.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <cstdlib>
 #include <fstream>
 #include <iomanip>
@@ -14,11 +19,55 @@
 
 namespace kvq::cli {
 
+namespace {
+
+std::string shell_quoted(const std::string& s) {
+  std::string q = "'";
+  for (const char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The PyTorch peers' rows (BF16 input of `mib` MiB, `cols` columns), or a line on err saying why
+// none came: no script found, no torch, no GPU (the script exits 77), or its error.
+void run_peers(const std::string& python, long mib, long cols, long repeats, std::ostream& out, std::ostream& err) {
+  std::string script = "kernels/bench_torch_peers.py";  // from the repository root, else the source tree
+  if (!std::filesystem::exists(script)) script = std::string(KVQ_SOURCE_DIR) + "/" + script;
+  if (!std::filesystem::exists(script)) {
+    err << "kvq bench: PyTorch peers skipped: kernels/bench_torch_peers.py not found\n";
+    return;
+  }
+  const std::string command = shell_quoted(python) + " " + shell_quoted(script) + " --mib " + std::to_string(mib) +
+                              " --cols " + std::to_string(cols) + " --repeats " + std::to_string(repeats) + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    err << "kvq bench: PyTorch peers skipped: cannot run " << python << "\n";
+    return;
+  }
+  std::string text;
+  char buffer[4096];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) text += buffer;
+  const int wait_status = pclose(pipe);
+  const int status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;  // 127: no such Python
+  if (status != 0) {
+    std::string last;  // the script's last line says why (e.g. "SKIPPED: no CUDA device", an import error)
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+      if (!line.empty()) last = line;
+    err << "kvq bench: PyTorch peers skipped (" << script << " exited with status " << status << "): " << last << "\n";
+    return;
+  }
+  out << "PyTorch peers (" << script << ", BF16 input, its own same-run copy):\n" << text;
+}
+
+}  // namespace
+
 int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::string recipes, dtype = "bf16", csv;
   long mib = 256, cols = 128, repeats = 20;
   bool mla = true;  // the MLA layout and paged-workspace rows (kernels/mla_kernels.hpp)
   long rope_tokens = 16384;  // fused RoPE + FP8 + paged append rows (0: none)
+  bool peers = false;
+  std::string python = "python3";
   for (std::size_t i = 0; i < args.size(); ++i) {
     const bool value = i + 1 < args.size();
     if (args[i] == "--recipes" && value) {
@@ -37,9 +86,13 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
       rope_tokens = std::atol(args[++i].c_str());
     } else if (args[i] == "--csv" && value) {
       csv = args[++i];
+    } else if (args[i] == "--peers") {
+      peers = true;
+    } else if (args[i] == "--python" && value) {
+      python = args[++i];
     } else {
       err << "kvq bench: unexpected argument '" << args[i] << "'\nusage: kvq bench [--recipes a,b] [--dtype bf16|fp16|fp32]"
-          << " [--mib N] [--cols N] [--repeats N] [--rope-tokens N] [--csv FILE] [--no-mla]\n";
+          << " [--mib N] [--cols N] [--repeats N] [--rope-tokens N] [--csv FILE] [--no-mla] [--peers [--python EXE]]\n";
       return 2;
     }
   }
@@ -85,6 +138,7 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
           << std::setprecision(1) << std::setw(9) << 100.0 * r.gbps / r.copy_gbps << "%\n";
   }
   out << table.str();
+  if (peers) run_peers(python, mib, cols, repeats, out, err);
   if (!csv.empty()) {
     std::ofstream f(csv);
     f << "device,kernel,recipe,dtype,bytes,median_ms,gbps,copy_gbps,fraction_of_copy\n";

@@ -13,7 +13,7 @@ constexpr const char* kUsage =
     "  kvq layouts                          MLA KV-cache layouts and the NVFP4 page, with byte offsets\n"
     "  kvq quant RECIPE --in X.npy --out DIR   quantize (float32, or uint16 BF16/FP16 bits)\n"
     "  kvq dequant RECIPE --in DIR --out Y.npy [--dtype fp32|bf16|fp16]\n"
-    "  kvq bench [--recipes a,b] [--mib N]  kernel GB/s against D2D copy bandwidth (GPU)\n"
+    "  kvq bench [--recipes a,b] [--mib N] [--peers]  kernel GB/s against D2D copy bandwidth (GPU), PyTorch peers\n"
     "  kvq study qsnr --out DIR [...]       quantization error per recipe x block x distribution\n"
     "  kvq study crest|scales|attention|errors|all|merge --out DIR   the other error studies (docs/studies.md)\n"
     "  kvq verify RECIPE --inputs DIR --outputs DIR   a port's tensors against a recipe (docs/ports.md)\n"

@@ -75,9 +75,9 @@ def main():
     add("torch-fp8-scaled", "fp8-e4m3 (x/s).to", x.numel() * 3, lambda: (x / scale).to(torch.float8_e4m3fn))
     add("torch-eager", "nvfp4", x.numel() * 2 + x.numel() // 2 + x.numel() // 16, lambda: nvfp4_eager(x))
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
-    print(f"{'kernel':16s}{'recipe':18s}{'MB moved':>10s}{'ms':>10s}{'GB/s':>10s}{'copy GB/s':>12s}{'of copy':>10s}")
+    print(f"{'kernel':18s}{'recipe':20s}{'MB moved':>10s}{'ms':>10s}{'GB/s':>10s}{'copy GB/s':>12s}{'of copy':>10s}")
     for k, r, b, ms, gbps, copy_gbps in rows:
-        print(f"{k:16s}{r:18s}{b / 1e6:10.1f}{ms:10.3f}{gbps:10.0f}{copy_gbps:12.0f}{100 * gbps / copy_gbps:9.1f}%")
+        print(f"{k:18s}{r:20s}{b / 1e6:10.1f}{ms:10.3f}{gbps:10.0f}{copy_gbps:12.0f}{100 * gbps / copy_gbps:9.1f}%")
     if args.csv:
         with open(args.csv, "w") as fh:
             fh.write("device,kernel,recipe,bytes,median_ms,gbps,copy_gbps,fraction_of_copy\n")
