@@ -151,3 +151,19 @@ TEST_CASE("cli: quant and dequant exchange .npy files and match the CPU twin") {
   CHECK(e3.str().find("holds recipe 'nvfp4'") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("cli: kvq bench rejects bad arguments before touching a GPU, and names --peers in its usage") {
+  const auto bench = [](const std::vector<std::string>& args) {
+    std::ostringstream out, err;
+    const int status = kvq::cli::bench_command(args, out, err);
+    return Run{status, out.str(), err.str()};
+  };
+  const Run missing_python = bench({"--peers", "--python"});  // --python needs its value
+  CHECK(missing_python.status == 2);
+  CHECK(missing_python.err.find("unexpected argument '--python'") != std::string::npos);
+  CHECK(missing_python.err.find("[--peers [--python EXE]]") != std::string::npos);
+  const Run dtype = bench({"--dtype", "int8", "--peers"});
+  CHECK(dtype.status == 2);
+  CHECK(dtype.err.find("--dtype is bf16, fp16 or fp32, got 'int8'") != std::string::npos);
+  CHECK(bench({"--recipes", "no-such-recipe"}).status == 2);
+}
