@@ -222,6 +222,16 @@ KVQ_HD inline std::uint32_t pack_eight(const float* q, std::uint32_t signs) {
   return word;
 }
 
+// The magnitude code of a finite block of a recipe with a packed fast form (has_packed_fast_form),
+// whose max |x| is m, scaled by y (or divided by 1/y): INT4, E2M1 half away, or E2M1 half to even,
+// without its saturation where m * y < 6.9. Every |q| is at most the block max's product or
+// quotient (rounding is monotonic), within 2^-22 of m * y, so below 7 there: usually about 6.
+KVQ_HD inline Magnitude block_magnitude(const Recipe& r, float m, float y) {
+  if (r.element == FormatId::int4) return Magnitude::int4;
+  if (r.element_rounding == Rounding::nearest_away) return Magnitude::e2m1_away;
+  return m * y < 6.9f ? Magnitude::e2m1_below_7 : Magnitude::e2m1;
+}
+
 // The words of a block: q = x * y, or x / d from y = 1/d (kDivide); one loop per case.
 template <int kN, bool kDivide, Magnitude kM>
 KVQ_HD inline void encode_words(const float* x, const std::uint32_t* signs, float d, float y, std::uint32_t* words) {
@@ -525,15 +535,9 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_packed(const Recipe& r, con
       } else {
         const BlockPlan p = packed_detail::plan_of(r, t, m, element_max(r));
         if (packed_detail::packable(p)) {
-          using packed_detail::Magnitude;
-          Magnitude magnitude = r.element == FormatId::int4 ? Magnitude::int4
-                                : r.element_rounding == Rounding::nearest_away ? Magnitude::e2m1_away
-                                                                               : Magnitude::e2m1;
           const bool divide = p.op == ElementOp::divide;
           const float y = divide ? 1.0f / p.by : p.by;
-          // Every |q| is at most the block max's quotient or product (rounding is monotonic),
-          // which is below 7 where m * y < 6.9 (m * y is within 2^-22 of m / d): usually about 6.
-          if (magnitude == Magnitude::e2m1 && m * y < 6.9f) magnitude = Magnitude::e2m1_below_7;
+          const packed_detail::Magnitude magnitude = packed_detail::block_magnitude(r, m, y);
           if (divide) {
             packed_detail::encode_words<kN, true>(magnitude, x, signs, p.by, y, words);
           } else {

@@ -54,45 +54,33 @@ KVQ_HD inline SpanMax combine(SpanMax a, SpanMax b) { return {a.max > b.max ? a.
 
 // A span's codes under its block's plan (an E8M0 plan: multiply by 2^-e, or NaN) with block max
 // m, as span_words(s) little-endian words:
-// - 4-bit elements rounded half to even of a finite block: the packed words of
+// - 4-bit elements of a finite block with a packed fast form: the packed words of
 //   quantize_block_packed (formats/packed_quantize.hpp: signs, then magics with integer adds);
-// - E4M3 nearest-even: four at a time (e4m3x4_satfinite_fast, what encode_element does);
-// - else encode_element of each (packed two a byte for 4-bit codes).
+// - 8-bit elements: encode_byte_words (E4M3 half to even four at a time);
+// - else encode_element of each, packed two a byte.
 KVQ_HD inline void encode_span(const QuantizeShape& s, const BlockPlan& p, SpanMax m, const float* x,
                                std::uint32_t* words) {
   const Recipe& r = s.recipe;
-  if (s.packed() && has_packed_fast_form(r) && r.element_rounding == Rounding::nearest_even && !m.nan &&
-      m.max <= 3.4028235e38f && p.op == ElementOp::multiply && packed_detail::packable(p)) {
-    using packed_detail::Magnitude;
+  if (s.packed() && has_packed_fast_form(r) && !m.nan && m.max <= 3.4028235e38f && p.op == ElementOp::multiply &&
+      packed_detail::packable(p)) {
     std::uint32_t signs[kLaneSpan / 8];
     KVQ_UNROLL
     for (int w = 0; w < kLaneSpan / 8; ++w) signs[w] = packed_detail::sign_nibbles(x + 8 * w);
-    // As quantize_block_packed: every |q| is at most the block max's product.
-    const Magnitude magnitude = r.element == FormatId::int4 ? Magnitude::int4
-                                : m.max * p.by < 6.9f       ? Magnitude::e2m1_below_7
-                                                            : Magnitude::e2m1;
-    packed_detail::encode_words<kLaneSpan, false>(magnitude, x, signs, p.by, p.by, words);
+    packed_detail::encode_words<kLaneSpan, false>(packed_detail::block_magnitude(r, m.max, p.by), x, signs, p.by, p.by,
+                                                  words);
     return;
   }
   float q[kLaneSpan];
   KVQ_UNROLL
   for (int i = 0; i < kLaneSpan; ++i) q[i] = p.op == ElementOp::nan ? float_from_bits(0x7fc00000u) : x[i] * p.by;
-  if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even && !r.element_input_bf16) {
-    KVQ_UNROLL
-    for (int w = 0; w < kLaneSpan / 4; ++w) words[w] = e4m3x4_satfinite_fast(q + 4 * w);
+  if (!s.packed()) {
+    encode_byte_words<kLaneSpan>(r, q, words);
     return;
   }
   std::uint8_t codes[kLaneSpan];
   KVQ_UNROLL
   for (int i = 0; i < kLaneSpan; ++i) codes[i] = encode_element(r, q[i]);
-  if (s.packed()) {
-    pack_codes(codes, kLaneSpan, words);
-    return;
-  }
-  KVQ_UNROLL
-  for (int w = 0; w < kLaneSpan / 4; ++w)
-    words[w] = codes[4 * w] | (std::uint32_t{codes[4 * w + 1]} << 8) | (std::uint32_t{codes[4 * w + 2]} << 16) |
-               (std::uint32_t{codes[4 * w + 3]} << 24);
+  pack_codes(codes, kLaneSpan, words);
 }
 
 // Both return "" or an error naming the argument; s must be lane_split for `input`.

@@ -335,8 +335,8 @@ KVQ_HD inline void store_words(std::uint8_t* dst, const std::uint32_t* words, in
 
 // The packed block (row, b) of a 4-bit recipe with block kN from its 16-bit values' pair words
 // (as loaded: io::load_pair_words), input BF16 or FP16: quantize (quantize_block_packed's 16-bit
-// form: the block max and signs from the words), store its codes and scale. quantize_one_block's 16-bit path; the kernels may load
-// the words ahead (a pipelined loop).
+// form: the block max and signs from the words), store its codes and scale. quantize_one_block's
+// 16-bit path; the kernels may load the words ahead (a pipelined loop).
 template <int kN>
 KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType input, const GlobalTerms& t,
                                                    const std::uint32_t* pairs, std::uint8_t* codes, std::uint8_t* scales,
@@ -351,12 +351,30 @@ KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType 
   if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
 }
 
+// kN scaled values q of an 8-bit recipe to their codes, four a little-endian word: E4M3 half to
+// even four at a time (e4m3x4_satfinite_fast, what encode_element does), else encode_element.
+template <int kN>
+KVQ_HD inline void encode_byte_words(const Recipe& r, const float* q, std::uint32_t* words) {
+  static_assert(kN % 4 == 0);
+  if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even && !r.element_input_bf16) {
+    KVQ_UNROLL
+    for (int w = 0; w < kN / 4; ++w) words[w] = e4m3x4_satfinite_fast(q + 4 * w);
+    return;
+  }
+  KVQ_UNROLL
+  for (int w = 0; w < kN / 4; ++w) {
+    words[w] = 0;
+    KVQ_UNROLL
+    for (int i = 0; i < 4; ++i) words[w] |= std::uint32_t{encode_element(r, q[4 * w + i])} << (8 * i);
+  }
+}
+
 // Per-tensor recipes (8-bit codes, no block scales) in spans of kSpan elements: the kernels take
 // 16 bytes of input a thread (kTensorSpanOf: 8 BF16/FP16 values, 4 FP32), so a warp's loads and
 // stores are contiguous (a thread per chunk of 16 BF16 loaded 32 bytes at a 32-byte lane stride).
 // The elements of quantize_block's per-tensor case: plan_block's rule for g (x / g, x * (1/g), or
-// x * 0 where g = 0), E4M3 half to even four at a time (e4m3x4_satfinite_fast, what encode_element
-// does), else encode_element; elements [first, first + kSpan) of the row-major tensor.
+// x * 0 where g = 0), then encode_byte_words; elements [first, first + kSpan) of the row-major
+// tensor.
 // kStreamed: the memory access policy (io::load_values); the kernel streams dividing spans only
 // (run 68: streaming cost the multiplying spans 2% of copy and gained the dividing ones 1.5%).
 KVQ_HD constexpr int kTensorSpanOf(DType input) { return input == DType::fp32 ? 4 : 8; }
@@ -369,17 +387,7 @@ KVQ_HD inline void quantize_tensor_span(const Recipe& r, const BlockPlan& p, DTy
   KVQ_UNROLL
   for (int i = 0; i < kSpan; ++i) q[i] = p.op == ElementOp::divide ? q[i] / p.by : q[i] * p.by;
   std::uint32_t words[kSpan / 4];
-  if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even && !r.element_input_bf16) {
-    KVQ_UNROLL
-    for (int w = 0; w < kSpan / 4; ++w) words[w] = e4m3x4_satfinite_fast(q + 4 * w);
-  } else {
-    KVQ_UNROLL
-    for (int w = 0; w < kSpan / 4; ++w) {
-      words[w] = 0;
-      KVQ_UNROLL
-      for (int i = 0; i < 4; ++i) words[w] |= std::uint32_t{encode_element(r, q[4 * w + i])} << (8 * i);
-    }
-  }
+  encode_byte_words<kSpan>(r, q, words);
   io::store_words<kStreamed>(codes + first, words, kSpan / 4);
 }
 
