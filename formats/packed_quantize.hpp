@@ -68,9 +68,11 @@ struct GlobalTerms {
   const CodeTerms* codes = nullptr;   // code_terms of every code for this g; null: the plans divide
   bool lean = false;                  // codes, and g within [kLeanScaleMin, kLeanScaleMax] (so is rg)
 };
+// Whether a g (with its table) is lean: within [kLeanScaleMin, kLeanScaleMax].
+KVQ_HD inline bool lean_global_scale(float g) { return g >= kLeanScaleMin && g <= kLeanScaleMax; }
 // With the table (codes of this g, or null) and rg = 1/g, computed once for many g (the paged store's K and V).
 KVQ_HD inline GlobalTerms global_terms(float g, float rg, const CodeTerms* codes) {
-  return {g, rg, codes, codes != nullptr && g >= kLeanScaleMin && g <= kLeanScaleMax};
+  return {g, rg, codes, codes != nullptr && lean_global_scale(g)};
 }
 KVQ_HD inline GlobalTerms global_terms(float g, const CodeTerms* codes) { return global_terms(g, 1.0f / g, codes); }
 KVQ_HD inline GlobalTerms global_terms(float g) { return global_terms(g, nullptr); }

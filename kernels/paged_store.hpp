@@ -107,9 +107,19 @@ struct PagedTerms {
     return {g, is_k ? k_reciprocal : v_reciprocal, codes + (is_k ? 0 : kE4m3Codes), lean};
   }
 };
+// PagedTerms but the tables: the per-tensor scales' reciprocals and whether both scales are lean.
+// A launch computes them once on the host (the same IEEE quotients); each thread block adds its
+// tables in shared memory (`with`).
+struct PagedReciprocals {
+  float k = 0.0f, v = 0.0f;
+  bool lean = false;
+  KVQ_HD PagedTerms with(const CodeTerms* codes) const { return {k, v, codes, codes != nullptr && lean}; }
+};
+KVQ_HD inline PagedReciprocals paged_reciprocals(const PagedScales& scales) {
+  return {1.0f / scales.k[0], 1.0f / scales.v[0], lean_global_scale(scales.k[0]) && lean_global_scale(scales.v[0])};
+}
 KVQ_HD inline PagedTerms paged_terms(const PagedScales& scales, const CodeTerms* codes) {
-  const GlobalTerms k = global_terms(scales.k[0], codes), v = global_terms(scales.v[0], codes);
-  return {k.rg, v.rg, codes, k.lean && v.lean};
+  return paged_reciprocals(scales).with(codes);
 }
 // Host: with the tables themselves.
 struct PagedTables {
@@ -221,49 +231,69 @@ KVQ_HD KVQ_KERNEL_INLINE void store_chunk(const PagedStoreShape& s, const Recipe
 
 // Item -> ([side,] token, head, chunk), chunk fastest: neighbouring items write neighbouring bytes.
 // An NVFP4 item: the chunk of K, then the same chunk of V, which share the decomposition, the
-// slot and its block and offset (paged_items_pair). A padding or out-of-range slot writes nothing.
-// Index: std::uint32_t where paged_store_narrow (the divisions by the dividers, which
-// paged_dividers(s) must give), else std::int64_t (plain 64-bit division; d unused).
-template <typename Index, bool kPacked = true>
-KVQ_HD KVQ_KERNEL_INLINE void paged_store_item(const PagedStoreShape& s, const Recipe& recipe,
-                                              const PagedScales& scales, const PagedStoreArgs& a, Index item,
-                                              const PagedDividers& d, const PagedTerms& terms) {
-  const PagedKvLayout& L = s.layout;
+// slot and its block and offset (paged_items_pair). Index: std::uint32_t where paged_store_narrow
+// (the divisions by the dividers, which paged_dividers(s) must give), else std::int64_t (plain
+// 64-bit division; d unused).
+template <typename Index>
+KVQ_HD inline ChunkPlace<Index> chunk_place(const PagedStoreShape& s, Index item, const PagedDividers& d) {
   ChunkPlace<Index> c;
   Index row, token_row;
   if constexpr (sizeof(Index) == 4) {
     d.chunks.divide(item, &row, &c.chunk);
     d.heads.divide(row, &token_row, &c.head);
   } else {
-    const auto chunks = static_cast<Index>(L.head_dim / kPagedChunk), heads = static_cast<Index>(L.heads);
+    const auto chunks = static_cast<Index>(s.layout.head_dim / kPagedChunk), heads = static_cast<Index>(s.layout.heads);
     c.chunk = item % chunks, row = item / chunks;
     c.head = row % heads, token_row = row / heads;
   }
-  const bool pair = paged_items_pair(s);
   const auto tokens = static_cast<Index>(s.tokens);
-  c.side = pair || token_row < tokens ? KvSide::k : KvSide::v;
+  c.side = paged_items_pair(s) || token_row < tokens ? KvSide::k : KvSide::v;
   c.token = c.side == KvSide::k ? token_row : token_row - tokens;
-  const std::int64_t slot = a.slot_mapping[c.token];
-  // The first chunk's values are loaded before the slot is tested, so the two loads are in flight
-  // together (a padding token's values are read and dropped). A pair's V chunk is prefetched into
-  // L1 meanwhile (holding it in registers through K's quantization spills; its load comes after).
-  ChunkValues values;
-  load_chunk(s, c.side == KvSide::k ? a.key : a.value, chunk_first(s, c.side, c.token, c.head, c.chunk), &values);
-  if (pair)
-    io::prefetch(static_cast<const unsigned char*>(a.value) +
-                 chunk_first(s, KvSide::v, c.token, c.head, c.chunk) * bytes_of(s.input));
-  if (slot < 0 || slot >= L.slots()) return;
+  return c;
+}
+
+// An item once its slot and its first chunk's values are at hand: a padding or out-of-range slot
+// writes nothing; else the chunk is stored, then a pair's V chunk, which load_v(c, &values) loads
+// (c.side then V): after K's store, so the two chunks' values are not live together.
+template <typename Index, bool kPacked, typename LoadV>
+KVQ_HD KVQ_KERNEL_INLINE void store_item(const PagedStoreShape& s, const Recipe& recipe, const PagedScales& scales,
+                                        const PagedStoreArgs& a, ChunkPlace<Index> c, std::int64_t slot,
+                                        const ChunkValues& first, const LoadV& load_v, const PagedDividers& d,
+                                        const PagedTerms& terms) {
+  if (slot < 0 || slot >= s.layout.slots()) return;
   if constexpr (sizeof(Index) == 4) {
     d.block_size.divide(static_cast<Index>(slot), &c.block, &c.offset);
   } else {
-    const auto bs = static_cast<Index>(L.block_size);
+    const auto bs = static_cast<Index>(s.layout.block_size);
     c.block = static_cast<Index>(slot) / bs, c.offset = static_cast<Index>(slot) % bs;
   }
-  store_chunk<Index, kPacked>(s, recipe, scales, a, c, values, terms);
-  if (!pair) return;
+  store_chunk<Index, kPacked>(s, recipe, scales, a, c, first, terms);
+  if (!paged_items_pair(s)) return;
   c.side = KvSide::v;
-  load_chunk(s, a.value, chunk_first(s, KvSide::v, c.token, c.head, c.chunk), &values);
+  ChunkValues values;
+  load_v(c, &values);
   store_chunk<Index, kPacked>(s, recipe, scales, a, c, values, terms);
+}
+
+// One item from global memory (the CPU twin's and the unstaged kernels' way). The first chunk's
+// values are loaded before the slot is tested, so the two loads are in flight together (a padding
+// token's values are read and dropped). A pair's V chunk is prefetched into L1 meanwhile (holding
+// it in registers through K's quantization spills; its load comes after).
+template <typename Index, bool kPacked = true>
+KVQ_HD KVQ_KERNEL_INLINE void paged_store_item(const PagedStoreShape& s, const Recipe& recipe,
+                                              const PagedScales& scales, const PagedStoreArgs& a, Index item,
+                                              const PagedDividers& d, const PagedTerms& terms) {
+  const ChunkPlace<Index> c = chunk_place(s, item, d);
+  const std::int64_t slot = a.slot_mapping[c.token];
+  ChunkValues values;
+  load_chunk(s, c.side == KvSide::k ? a.key : a.value, chunk_first(s, c.side, c.token, c.head, c.chunk), &values);
+  if (paged_items_pair(s))
+    io::prefetch(static_cast<const unsigned char*>(a.value) +
+                 chunk_first(s, KvSide::v, c.token, c.head, c.chunk) * bytes_of(s.input));
+  const auto load_v = [&](const ChunkPlace<Index>& v, ChunkValues* out) {
+    load_chunk(s, a.value, chunk_first(s, KvSide::v, v.token, v.head, v.chunk), out);
+  };
+  store_item<Index, kPacked>(s, recipe, scales, a, c, slot, values, load_v, d, terms);
 }
 
 // The same with s.recipe, and with the dividers and terms computed here (host: tests; the twin

@@ -83,6 +83,9 @@ __device__ inline PagedStoreShape specialise(PagedStoreShape s) {
   return s;
 }
 
+constexpr int kThreads = 128;
+static_assert(kThreads >= kE4m3Codes, "a thread a table entry (kernels/code_table.cuh)");
+
 // Items blockIdx.x * blockDim.x + threadIdx.x, then a grid's stride on (paged_store_item).
 template <int C, PagedFormat F, typename Index>
 __device__ __forceinline__ void paged_store_items_loop(const PagedStoreShape& s, const PagedScales& scales,
@@ -99,46 +102,161 @@ __device__ __forceinline__ void paged_store_items_loop(const PagedStoreShape& s,
   }
 }
 
+// The staged loop (fixed NVFP4 kernels, 16-bit input, staged_loads): each warp copies its next 32
+// items' K and V chunks and their slot into shared memory by cp.async while it quantizes the
+// current ones, so a whole item's work hides the loads' latency without registers holding them
+// (holding the next item in registers spilled, run 57). staged_loads asks that a token's
+// heads * head_dim / 16 items be a multiple of 32: a warp's 32 items are then one token's
+// neighbouring chunks, whose K (and V) values are 1024 contiguous bytes, copied 16 bytes a lane
+// in two instructions (copies of a lane's own chunk, 16 bytes at a 32-byte lane stride, ran at
+// 59-65%, runs 77 and 79), with one slot. A lane then reads its own item's chunk.
+namespace staged {
+constexpr int kPieces = kPagedChunk * 2 / 16;  // a chunk of 16-bit values: two 16-byte pieces
+constexpr int kWarps = kThreads / 32;
+struct Stage {
+  uint4 k[kThreads][kPieces], v[kThreads][kPieces];  // item threadIdx.x's chunks: its warp's in a row
+  std::int64_t slot[kWarps];
+};
+__device__ inline std::uint32_t shared_address(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ inline void copy16(void* shared, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared_address(shared)), "l"(global) : "memory");
+}
+__device__ inline void copy8(void* shared, const void* global) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(shared_address(shared)), "l"(global) : "memory");
+}
+__device__ inline void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ inline void wait_all_but_newest() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
+
+// A warp's place: its items' token and the first item's index within the token's row
+// (head * chunks + chunk), stepped by the grid's stride without dividing.
+struct WarpRow {
+  std::uint32_t token, first;
+};
+// The copies of a warp's 32 items at row w into stage st: they complete by a later wait, and the
+// other lanes read them after a __syncwarp.
+__device__ inline void copy_row(const PagedStoreShape& s, const PagedStoreArgs& a, WarpRow w, Stage& st) {
+  const unsigned lane = threadIdx.x % 32, warp_first = threadIdx.x - lane;
+  const std::int64_t k = chunk_first(s, KvSide::k, w.token, 0u, w.first),
+                     v = chunk_first(s, KvSide::v, w.token, 0u, w.first);
+  uint4* k_pieces = &st.k[warp_first][0];
+  uint4* v_pieces = &st.v[warp_first][0];
+  KVQ_UNROLL
+  for (unsigned half = 0; half < 2; ++half) {
+    const unsigned piece = 32 * half + lane;  // 16-byte piece of the warp's 1024 bytes
+    copy16(k_pieces + piece, static_cast<const std::uint16_t*>(a.key) + k + 8 * piece);
+    copy16(v_pieces + piece, static_cast<const std::uint16_t*>(a.value) + v + 8 * piece);
+  }
+  if (lane == 0) copy8(&st.slot[warp_first / 32], a.slot_mapping + w.token);
+}
+// This thread's chunk of side K or V in a stage, as pair words.
+__device__ inline void read_chunk(const uint4 (&pieces)[kPieces], ChunkValues* out) {
+  KVQ_UNROLL
+  for (int p = 0; p < kPieces; ++p) {
+    const uint4 w = pieces[p];
+    out->pairs[4 * p] = w.x, out->pairs[4 * p + 1] = w.y, out->pairs[4 * p + 2] = w.z, out->pairs[4 * p + 3] = w.w;
+  }
+}
+}  // namespace staged
+
+// Whether a launch may stage its loads: 16-byte aligned K and V, token strides of whole 16-byte
+// pieces (every chunk then starts on a piece), slot_mapping 8-byte aligned, and a token's items
+// (heads * head_dim / 16) a multiple of 32, so a warp's items share a token.
+inline bool staged_loads(const PagedStoreShape& s, const PagedStoreArgs& a) {
+  const auto aligned = [](const void* p, unsigned bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
+  return s.input != DType::fp32 && paged_items_pair(s) && aligned(a.key, 16) && aligned(a.value, 16) &&
+         aligned(a.slot_mapping, 8) && token_stride(s, KvSide::k) % 8 == 0 && token_stride(s, KvSide::v) % 8 == 0 &&
+         s.layout.heads * (s.layout.head_dim / kPagedChunk) % 32 == 0;
+}
+
+// The items of paged_store_items_loop, staged (staged_loads): the same work on the same values
+// (store_item). Warp by warp: a warp's lanes iterate together (every item exists: a token has a
+// multiple of 32).
+template <int C>
+__device__ __forceinline__ void paged_store_staged_loop(const PagedStoreShape& s, const PagedScales& scales,
+                                                        const PagedStoreArgs& args, const PagedDividers& d,
+                                                        const PagedTerms& terms) {
+  __shared__ staged::Stage stages[2];
+  const auto row_items = static_cast<std::uint32_t>(s.layout.heads * (s.layout.head_dim / kPagedChunk));
+  const auto tokens = static_cast<std::uint32_t>(s.tokens);
+  const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
+  const std::uint64_t first = std::uint64_t{blockIdx.x} * blockDim.x + (threadIdx.x - threadIdx.x % 32);
+  const auto stride_tokens = static_cast<std::uint32_t>(stride / row_items),
+             stride_rest = static_cast<std::uint32_t>(stride % row_items);
+  const auto step = [&](staged::WarpRow w) {
+    w.token += stride_tokens, w.first += stride_rest;
+    if (w.first >= row_items) w.first -= row_items, ++w.token;
+    return w;
+  };
+  staged::WarpRow w{static_cast<std::uint32_t>(first / row_items), static_cast<std::uint32_t>(first % row_items)};
+  if (w.token < tokens) staged::copy_row(s, args, w, stages[0]);
+  staged::commit();
+  for (int b = 0; w.token < tokens; b ^= 1) {  // tokens < 2^27 (items < 2^32, 32 or more a token): no wrap
+    const staged::WarpRow next = step(w);
+    __syncwarp();  // every lane has read stage b ^ 1 (the previous items) before it is copied over
+    if (next.token < tokens) staged::copy_row(s, args, next, stages[b ^ 1]);
+    staged::commit();
+    staged::wait_all_but_newest();  // this thread's copies of stage b
+    __syncwarp();                   // and every lane's
+    const staged::Stage& st = stages[b];
+    ChunkPlace<std::uint32_t> c;
+    c.token = w.token;
+    d.chunks.divide(w.first + threadIdx.x % 32, &c.head, &c.chunk);
+    ChunkValues values;
+    staged::read_chunk(st.k[threadIdx.x], &values);
+    const auto load_v = [&](const ChunkPlace<std::uint32_t>&, ChunkValues* out) {
+      staged::read_chunk(st.v[threadIdx.x], out);
+    };
+    store_item<std::uint32_t, true>(s, kFixedRecipe<C>, scales, args, c, st.slot[threadIdx.x / 32], values, load_v, d,
+                                    terms);
+    w = next;
+  }
+}
+
 // The fixed NVFP4 kernels run quantize_block_packed; the generic ones quantize_block (the same
 // bytes; with a runtime recipe the packed path would carry every recipe's code).
-template <int C, PagedFormat F, DType T, typename Index>
+template <int C, PagedFormat F, DType T, typename Index, bool kStaged>
 __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, const PagedScales& scales,
-                                                 const PagedStoreArgs& args, const PagedDividers& d) {
+                                                 const PagedStoreArgs& args, const PagedDividers& d,
+                                                 const PagedReciprocals& reciprocals) {
   const PagedStoreShape s = specialise<F, T>(shape);
   const std::int64_t items = paged_store_items(s);
-  // NVFP4: the per-tensor scales' terms and code tables once a thread block. The terms go through
-  // shared memory: computed in registers, nvcc recomputed 1/g for every chunk (the chunk's own
-  // 1/g is the same number where the scales are per tensor).
+  // NVFP4: the per-tensor scales' code tables once a thread block, from the reciprocals the host
+  // computed (kernel parameters: computed here in registers, nvcc recomputed 1/g for every chunk;
+  // one thread computing them for the block cost a second barrier, run 74).
   PagedTerms terms{};
   if constexpr (F == PagedFormat::nvfp4) {
     __shared__ CodeTerms shared_codes[2 * kE4m3Codes];  // K's table, then V's
-    __shared__ PagedTerms shared_terms;
-    if (threadIdx.x == 0) shared_terms = paged_terms(scales, shared_codes);
+    fill_code_table(scales.k[0], reciprocals.k, shared_codes);
+    fill_code_table(scales.v[0], reciprocals.v, shared_codes + kE4m3Codes);
     __syncthreads();
-    fill_code_table(scales.k[0], shared_terms.k_reciprocal, shared_codes);
-    fill_code_table(scales.v[0], shared_terms.v_reciprocal, shared_codes + kE4m3Codes);
-    __syncthreads();
-    terms = shared_terms;
-    terms.codes = shared_codes;  // the same address, known to be shared memory
+    terms = reciprocals.with(shared_codes);
   }
   if constexpr (F == PagedFormat::nvfp4 && C != kGeneric) {
     if (terms.lean && !s.per_head_scales) {  // the usual scales: the loop sees them as constants
       PagedStoreShape lean_shape = s;
       lean_shape.per_head_scales = false;
       terms.lean = true;
-      paged_store_items_loop<C, F, Index>(lean_shape, scales, args, d, terms, items);
+      if constexpr (kStaged) {
+        paged_store_staged_loop<C>(lean_shape, scales, args, d, terms);
+      } else {
+        paged_store_items_loop<C, F, Index>(lean_shape, scales, args, d, terms, items);
+      }
       return;
     }
   }
-  paged_store_items_loop<C, F, Index>(s, scales, args, d, terms, items);
+  if constexpr (kStaged) {
+    paged_store_staged_loop<C>(s, scales, args, d, terms);
+  } else {
+    paged_store_items_loop<C, F, Index>(s, scales, args, d, terms, items);
+  }
 }
 
-constexpr int kThreads = 128;
-static_assert(kThreads >= kE4m3Codes, "a thread a table entry (kernels/code_table.cuh)");
-
-template <int C, PagedFormat F, DType T, typename Index>
-__global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d) {
-  paged_store_body<C, F, T, Index>(shape, scales, args, d);
+template <int C, PagedFormat F, DType T, typename Index, bool kStaged>
+__global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d,
+                                   PagedReciprocals reciprocals) {
+  paged_store_body<C, F, T, Index, kStaged>(shape, scales, args, d, reciprocals);
 }
 // 4over6 with 8 thread blocks an SM: 64 registers (80 free) and faster (run 39: paged 4over6 56 ->
 // 60%); with K+V pairs it spills 88 bytes, and (128, 7) (72 registers, 24 bytes) runs no faster,
@@ -147,24 +265,41 @@ __global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, Pa
 // load, 72 -> 75-76%; holding V, or the next item's chunks, in registers spills and runs slower
 // (60-70%) at (128, 8), (128, 7) and (128, 6); so do one rolled copy of the chunk code for K and V, and
 // one resident wave of thread blocks.
-template <int C, PagedFormat F, DType T, typename Index>
+template <int C, PagedFormat F, DType T, typename Index, bool kStaged>
 __global__ void __launch_bounds__(kThreads, 8)
-    paged_store_kernel_occupied(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d) {
-  paged_store_body<C, F, T, Index>(shape, scales, args, d);
+    paged_store_kernel_occupied(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d,
+                                PagedReciprocals reciprocals) {
+  paged_store_body<C, F, T, Index, kStaged>(shape, scales, args, d, reciprocals);
 }
 template <int C>
 constexpr bool kOccupiedOf = C != kGeneric && kFixed[C].style == TwoLevel::four_over_six;
+// The kernels with a staged form (paged_store_staged_loop), taken where staged_loads allows: the
+// fixed NVFP4 ones but 4over6 (runs 82 and 83: staged paged nvfp4 HND 84 -> 90%, nvfp4-vllm 86-88 ->
+// 92-96%; 4over6, whose chunks take about 460 instructions, is issue-bound: staged 72-74% at
+// (128, 8) and (128, 7), 69-72% with K and V through one rolled copy, against 75-76% unstaged).
+template <int C, PagedFormat F>
+constexpr bool kStagedOf = C != kGeneric && F == PagedFormat::nvfp4 && !kOccupiedOf<C>;
 
 // Launches configuration C (kGeneric: the runtime recipe) of layout F for input T with index
 // type Index. The fixed NVFP4 instantiations are explicit instantiations in their own units.
 template <int C, PagedFormat F, DType T, typename Index>
 cudaError_t launch_kernel(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, const PagedDividers& d,
                    int grid, cudaStream_t stream) {
-  if constexpr (kOccupiedOf<C>) {
-    paged_store_kernel_occupied<C, F, T, Index><<<grid, kThreads, 0, stream>>>(s, scales, a, d);
-  } else {
-    paged_store_kernel<C, F, T, Index><<<grid, kThreads, 0, stream>>>(s, scales, a, d);
+  const PagedReciprocals r = paged_reciprocals(scales);  // host: IEEE quotients, as the device's
+  const auto launch = [&]<bool kStaged>() {
+    if constexpr (kOccupiedOf<C>) {
+      paged_store_kernel_occupied<C, F, T, Index, kStaged><<<grid, kThreads, 0, stream>>>(s, scales, a, d, r);
+    } else {
+      paged_store_kernel<C, F, T, Index, kStaged><<<grid, kThreads, 0, stream>>>(s, scales, a, d, r);
+    }
+  };
+  if constexpr (kStagedOf<C, F>) {
+    if (staged_loads(s, a)) {
+      launch.template operator()<true>();
+      return cudaGetLastError();
+    }
   }
+  launch.template operator()<false>();
   return cudaGetLastError();
 }
 

@@ -90,6 +90,10 @@ rc::Gen<float> gen_scale(float realistic) {
 
 struct Limits {
   int max_heads, max_tokens, max_blocks;
+  // Only geometries the device's staged NVFP4 loop takes (kernels/paged_store_kernel.cuh:
+  // staged_loads): 16-bit input, token strides of whole 16-byte pieces, heads * head_dim / 16 a
+  // multiple of 32; max_heads is then ignored.
+  bool staged = false;
 };
 
 rc::Gen<PagedProblem> gen_problem(Recipe recipe, PagedFormat format, Limits lim) {
@@ -105,15 +109,18 @@ rc::Gen<PagedProblem> gen_problem(Recipe recipe, PagedFormat format, Limits lim)
                     : *rc::gen::element(ScaleSwizzle::none, ScaleSwizzle::v_only, ScaleSwizzle::k_and_v);
     L.block_size = L.swizzle == ScaleSwizzle::none ? *rc::gen::element<std::int64_t>(1, 2, 3, 4, 7, 8, 16, 32, 64, 128, 256)
                                                    : *rc::gen::element<std::int64_t>(4, 8, 12, 16, 32, 64, 128, 256);
-    L.heads = *rc::gen::inRange(1, lim.max_heads + 1);
     L.head_dim = *rc::gen::element<std::int64_t>(64, 128, 256);
+    const std::int64_t heads_step = lim.staged ? 32 / (L.head_dim / 16) : 1;  // staged: 32 chunks a token and up
+    L.heads = heads_step * *rc::gen::inRange<std::int64_t>(1, (lim.staged ? 16 / heads_step : lim.max_heads) + 1);
     L.num_blocks = *rc::gen::inRange(1, lim.max_blocks + 1);
-    s.input = *rc::gen::element(DType::bf16, DType::fp16, DType::fp32);
+    s.input = lim.staged ? *rc::gen::element(DType::bf16, DType::fp16) : *rc::gen::element(DType::bf16, DType::fp16, DType::fp32);
     s.per_head_scales = *rc::gen::arbitrary<bool>();
     s.tokens = *rc::gen::inRange(0, lim.max_tokens + 1);
     const std::int64_t row = L.heads * L.head_dim;  // token strides: contiguous, a qkv view, unaligned
-    s.key_stride = *rc::gen::element<std::int64_t>(0, row, 3 * row, row + 1);
-    s.value_stride = *rc::gen::element<std::int64_t>(0, row, 3 * row, row + 1);
+    s.key_stride = lim.staged ? *rc::gen::element<std::int64_t>(0, row, 3 * row)
+                              : *rc::gen::element<std::int64_t>(0, row, 3 * row, row + 1);
+    s.value_stride = lim.staged ? *rc::gen::element<std::int64_t>(0, row, 3 * row)
+                                : *rc::gen::element<std::int64_t>(0, row, 3 * row, row + 1);
     const std::uint32_t seed = *rc::gen::arbitrary<std::uint32_t>();
     // Distinct slots from a seeded permutation of the cache; about one token in six is padding.
     std::vector<std::int64_t> free_slots(static_cast<std::size_t>(L.slots()));
@@ -615,10 +622,14 @@ void register_gpu_properties() {
   for_each_store_recipe([](const Recipe r, const PagedFormat f, const std::string& name) {
     const std::string base = "paged/" + name;
     // Kernel == twin over the whole cache (every byte, poisoned), with and without the slot check.
-    add_property("gpu", base + "/device-vs-cpu-twin-whole-cache", Device::cuda, [r, f](const RunContext& ctx) {
+    // NVFP4 also over the geometries its kernels' staged loop takes (Limits::staged).
+    for (const bool staged : {false, true}) {
+      if (staged && f != PagedFormat::nvfp4) continue;
+      const std::string property = staged ? "/device-vs-cpu-twin-staged" : "/device-vs-cpu-twin-whole-cache";
+      add_property("gpu", base + property, Device::cuda, [r, f, staged](const RunContext& ctx) {
       std::string why;
       if (!kernels::device::available(&why)) return skipped(why);
-      const auto problems = gen_problem(r, f, Limits{8, 300, 6});
+      const auto problems = gen_problem(r, f, Limits{8, 300, 6, staged});
       return check_random(with_cases(ctx, 10), [&] {
         const PagedProblem p = *problems;
         for (const std::uint8_t poison : {kPoisonA, kPoisonB}) {
@@ -630,22 +641,26 @@ void register_gpu_properties() {
         }
       });
     });
-    // A serving-sized store: 8192 tokens, 8 heads, D 128, block 16 (1M chunks: more than one grid
-    // of the kernel covers), shuffled slots over twice the blocks needed, padding.
+    }
+    // A serving-sized store: 8 heads, D 128, block 16, 8192 tokens for FP8 (1M chunks) and 24576 for
+    // NVFP4 (1.5M items of a K and a V chunk), each more than one grid of the kernel covers (at most
+    // 32 blocks of 128 threads an SM: 540,672 on an H100), so threads run several items and the
+    // staged loop its later stages; shuffled slots over twice the blocks needed, padding.
     add_property("gpu", base + "/device-vs-cpu-twin-large", Device::cuda, [r, f](const RunContext& ctx) {
       std::string why;
       if (!kernels::device::available(&why)) return skipped(why);
       PagedProblem p;
       p.shape.recipe = r;
+      const std::int64_t tokens = f == PagedFormat::fp8 ? 8192 : 24576;
       p.shape.layout = PagedKvLayout{f, KvOrder::hnd, f == PagedFormat::fp8 ? ScaleSwizzle::none : ScaleSwizzle::k_and_v,
-                                     1024, 16, 8, 128};
-      p.shape.tokens = 8192;
+                                     tokens / 8, 16, 8, 128};
+      p.shape.tokens = tokens;
       p.shape.input = DType::bf16;
       std::vector<std::int64_t> all(static_cast<std::size_t>(p.shape.layout.slots()));
       std::iota(all.begin(), all.end(), 0);
       for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[mix32(ctx.seed + i) % i]);
       for (std::int64_t t = 0; t < p.shape.tokens; ++t) p.slots.push_back(t % 97 == 0 ? -1 : all[t]);
-      const std::int64_t count = p.shape.tokens * 8 * 128;
+      const std::int64_t count = tokens * 8 * 128;
       p.key = make_kv(DType::bf16, count, 128, ctx.seed);
       p.value = make_kv(DType::bf16, count, 128, ~ctx.seed);
       const auto finite_amax = [count](const std::vector<std::uint8_t>& x) {  // the data hold rare inf
