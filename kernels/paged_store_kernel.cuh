@@ -180,16 +180,22 @@ __device__ __forceinline__ void paged_store_staged_loop(const PagedStoreShape& s
   __shared__ staged::Stage stages[2];
   const auto row_items = static_cast<std::uint32_t>(s.layout.heads * (s.layout.head_dim / kPagedChunk));
   const auto tokens = static_cast<std::uint32_t>(s.tokens);
-  const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
-  const std::uint64_t first = std::uint64_t{blockIdx.x} * blockDim.x + (threadIdx.x - threadIdx.x % 32);
-  const auto stride_tokens = static_cast<std::uint32_t>(stride / row_items),
-             stride_rest = static_cast<std::uint32_t>(stride % row_items);
+  // A grid has fewer than 2^31 threads: the first item and the stride divide in 32 bits, by the
+  // chunks and then the heads (row_items = heads * chunks).
+  const auto row_of = [&](std::uint32_t item) {
+    std::uint32_t row, chunk, token, head;
+    d.chunks.divide(item, &row, &chunk);
+    d.heads.divide(row, &token, &head);
+    return staged::WarpRow{token, head * d.chunks.divisor + chunk};
+  };
+  const staged::WarpRow stride_rows = row_of(gridDim.x * blockDim.x);
+  const std::uint32_t stride_tokens = stride_rows.token, stride_rest = stride_rows.first;
   const auto step = [&](staged::WarpRow w) {
     w.token += stride_tokens, w.first += stride_rest;
     if (w.first >= row_items) w.first -= row_items, ++w.token;
     return w;
   };
-  staged::WarpRow w{static_cast<std::uint32_t>(first / row_items), static_cast<std::uint32_t>(first % row_items)};
+  staged::WarpRow w = row_of(blockIdx.x * blockDim.x + (threadIdx.x - threadIdx.x % 32));
   if (w.token < tokens) staged::copy_row(s, args, w, stages[0]);
   staged::commit();
   for (int b = 0; w.token < tokens; b ^= 1) {  // tokens < 2^27 (items < 2^32, 32 or more a token): no wrap
