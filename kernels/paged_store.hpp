@@ -304,6 +304,20 @@ inline void paged_store_item(const PagedStoreShape& s, const PagedScales& scales
   paged_store_item<Index, kPacked>(s, s.recipe, scales, a, item, paged_dividers(s), tables.terms(scales));
 }
 
+// Whether the device may stage a store's loads (kernels/paged_store_kernel.cuh: the fixed NVFP4
+// kernels' staged loop copies a warp's 32 items, one token's neighbouring chunks, as 16-byte pieces):
+// the shape's part, BF16/FP16 NVFP4 pairs with token strides of whole 16-byte pieces and a token's
+// items (heads * head_dim / 16) a multiple of 32; and the pointers' (staged_loads): 16-byte
+// aligned K and V, slot_mapping 8-byte aligned.
+KVQ_HD inline bool staged_shape(const PagedStoreShape& s) {
+  return s.input != DType::fp32 && paged_items_pair(s) && token_stride(s, KvSide::k) % 8 == 0 &&
+         token_stride(s, KvSide::v) % 8 == 0 && s.layout.heads * (s.layout.head_dim / kPagedChunk) % 32 == 0;
+}
+inline bool staged_loads(const PagedStoreShape& s, const PagedStoreArgs& a) {
+  const auto aligned = [](const void* p, unsigned bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
+  return staged_shape(s) && aligned(a.key, 16) && aligned(a.value, 16) && aligned(a.slot_mapping, 8);
+}
+
 // GPU: device pointers for args, host values for scales, an opaque cudaStream_t. With
 // check_slots, slot_mapping is copied to the host on the stream and the stream synchronised
 // before the launch. Returns "" or the validation / CUDA error.

@@ -1,6 +1,7 @@
 // The paged store launcher and its FP8 and generic kernels: one thread per 16-element chunk of
 // one (token, head) of K and then of V, running paged_store_item (kernels/paged_store.hpp), the code the CPU
-// twin runs. Grid-stride. The shipped recipes run fixed instantiations (kernels/
+// twin runs, or (the fixed NVFP4 kernels but 4over6, where staged_loads allows) its store_item on
+// values a warp staged in shared memory. Grid-stride. The shipped recipes run fixed instantiations (kernels/
 // paged_store_kernel.cuh: every recipe field the chunk code reads a constant, 32-bit indices, a
 // 16-bit input type; NVFP4 through quantize_block_packed, each in its own generated unit).
 // The item and slot divisions go by multiply-high with divisors computed on the host

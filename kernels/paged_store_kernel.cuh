@@ -108,8 +108,11 @@ __device__ __forceinline__ void paged_store_items_loop(const PagedStoreShape& s,
 // (holding the next item in registers spilled, run 57). staged_loads asks that a token's
 // heads * head_dim / 16 items be a multiple of 32: a warp's 32 items are then one token's
 // neighbouring chunks, whose K (and V) values are 1024 contiguous bytes, copied 16 bytes a lane
-// in two instructions (copies of a lane's own chunk, 16 bytes at a 32-byte lane stride, ran at
-// 59-65%, runs 77 and 79), with one slot. A lane then reads its own item's chunk.
+// in two instructions a side (copies of a lane's own chunk, 16 bytes at a 32-byte lane stride,
+// ran at 55-68%, runs 76 and 77), with one slot. A lane then reads its own item's chunk.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "the staged paged loop copies with cp.async (sm_80 and later; the build targets sm_90)"
+#endif
 namespace staged {
 constexpr int kPieces = kPagedChunk * 2 / 16;  // a chunk of 16-bit values: two 16-byte pieces
 constexpr int kWarps = kThreads / 32;
@@ -160,16 +163,6 @@ __device__ inline void read_chunk(const uint4 (&pieces)[kPieces], ChunkValues* o
 }
 }  // namespace staged
 
-// Whether a launch may stage its loads: 16-byte aligned K and V, token strides of whole 16-byte
-// pieces (every chunk then starts on a piece), slot_mapping 8-byte aligned, and a token's items
-// (heads * head_dim / 16) a multiple of 32, so a warp's items share a token.
-inline bool staged_loads(const PagedStoreShape& s, const PagedStoreArgs& a) {
-  const auto aligned = [](const void* p, unsigned bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
-  return s.input != DType::fp32 && paged_items_pair(s) && aligned(a.key, 16) && aligned(a.value, 16) &&
-         aligned(a.slot_mapping, 8) && token_stride(s, KvSide::k) % 8 == 0 && token_stride(s, KvSide::v) % 8 == 0 &&
-         s.layout.heads * (s.layout.head_dim / kPagedChunk) % 32 == 0;
-}
-
 // The items of paged_store_items_loop, staged (staged_loads): the same work on the same values
 // (store_item). Warp by warp: a warp's lanes iterate together (every item exists: a token has a
 // multiple of 32).
@@ -180,8 +173,9 @@ __device__ __forceinline__ void paged_store_staged_loop(const PagedStoreShape& s
   __shared__ staged::Stage stages[2];
   const auto row_items = static_cast<std::uint32_t>(s.layout.heads * (s.layout.head_dim / kPagedChunk));
   const auto tokens = static_cast<std::uint32_t>(s.tokens);
-  // A grid has fewer than 2^31 threads: the first item and the stride divide in 32 bits, by the
-  // chunks and then the heads (row_items = heads * chunks).
+  // The grid has fewer than 2^31 threads (launch::grid_for caps it at 32 blocks an SM): the first
+  // item and the stride divide in 32 bits, by the chunks and then the heads (row_items = heads *
+  // chunks).
   const auto row_of = [&](std::uint32_t item) {
     std::uint32_t row, chunk, token, head;
     d.chunks.divide(item, &row, &chunk);
@@ -226,6 +220,7 @@ template <int C, PagedFormat F, DType T, typename Index, bool kStaged>
 __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, const PagedScales& scales,
                                                  const PagedStoreArgs& args, const PagedDividers& d,
                                                  const PagedReciprocals& reciprocals) {
+  static_assert(!kStaged || sizeof(Index) == 4, "the staged loop divides by the 32-bit dividers");
   const PagedStoreShape s = specialise<F, T>(shape);
   const std::int64_t items = paged_store_items(s);
   // NVFP4: the per-tensor scales' code tables once a thread block, from the reciprocals the host

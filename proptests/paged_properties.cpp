@@ -618,69 +618,107 @@ std::string run_device(const PagedProblem& p, std::uint8_t poison, bool check_sl
   return e;
 }
 
+// A serving-sized store (run_large): `tokens` tokens of [heads, D 128] in blocks of 16, shuffled
+// slots over twice the blocks needed, one token in 97 padding, per-tensor scales from the data's
+// finite amax (per_head_scales: each head a little apart from it).
+struct LargeGeometry {
+  std::int64_t tokens, heads;
+  KvOrder order;
+  ScaleSwizzle swizzle;
+  DType input;
+  bool qkv_key;  // K a view of a fused qkv tensor: token stride 3 * heads * D
+  bool per_head_scales;
+};
+Outcome run_large(const RunContext& ctx, const Recipe& r, PagedFormat f, const LargeGeometry& g) {
+  constexpr std::int64_t kD = 128;
+  PagedProblem p;
+  kernels::PagedStoreShape& s = p.shape;
+  s.recipe = r;
+  s.layout = PagedKvLayout{f, g.order, f == PagedFormat::fp8 ? ScaleSwizzle::none : g.swizzle, g.tokens / 8, 16, g.heads, kD};
+  s.tokens = g.tokens;
+  s.input = g.input;
+  s.key_stride = g.qkv_key ? 3 * g.heads * kD : 0;
+  s.per_head_scales = g.per_head_scales;
+  std::vector<std::int64_t> all(static_cast<std::size_t>(s.layout.slots()));
+  std::iota(all.begin(), all.end(), 0);
+  for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[mix32(ctx.seed + i) % i]);
+  for (std::int64_t t = 0; t < s.tokens; ++t) p.slots.push_back(t % 97 == 0 ? -1 : all[t]);
+  const std::int64_t k_count = s.tokens * token_stride(s, KvSide::k), v_count = s.tokens * token_stride(s, KvSide::v);
+  p.key = make_kv(s.input, k_count, kD, ctx.seed);
+  p.value = make_kv(s.input, v_count, kD, ~ctx.seed);
+  const auto finite_amax = [&](const std::vector<std::uint8_t>& x, std::int64_t count) {  // the data hold rare inf
+    float m = 0.0f;
+    for (std::int64_t i = 0; i < count; ++i) {
+      const float a = std::fabs(kernels::load_value(s.input, x.data(), i));
+      if (std::isfinite(a) && a > m) m = a;
+    }
+    return m;
+  };
+  const float k_scale = tensor_scale(r, finite_amax(p.key, k_count)), v_scale = tensor_scale(r, finite_amax(p.value, v_count));
+  for (std::int64_t h = 0; h < (g.per_head_scales ? g.heads : 1); ++h) {
+    p.scales.k[h] = k_scale * (1.0f + 0.125f * static_cast<float>(h));
+    p.scales.v[h] = v_scale * (1.0f + 0.0625f * static_cast<float>(h));
+  }
+  Tally tally;
+  Caches got;
+  const std::string e = run_device(p, kPoisonA, true, &got);
+  if (!e.empty()) throw std::runtime_error(e);
+  const std::string diff = first_difference(s.layout, got, run_twin(p, kPoisonA));
+  if (diff.empty()) tally.pass(); else tally.fail(diff);
+  return tally.outcome(ctx);
+}
+
+// Whether a recipe's device store may stage its loads (kernels/paged_store_kernel.cuh kStagedOf:
+// the fixed NVFP4 kernels but 4over6).
+bool staged_recipe(const Recipe& r, PagedFormat f) {
+  return f == PagedFormat::nvfp4 && r.two_level != TwoLevel::four_over_six;
+}
+
 void register_gpu_properties() {
   for_each_store_recipe([](const Recipe r, const PagedFormat f, const std::string& name) {
     const std::string base = "paged/" + name;
-    // Kernel == twin over the whole cache (every byte, poisoned), with and without the slot check.
-    // NVFP4 also over the geometries its kernels' staged loop takes (Limits::staged).
+    // Kernel == twin over the whole cache (every byte, poisoned), with and without the slot check;
+    // the staged NVFP4 recipes also over the geometries the staged loop takes (Limits::staged).
     for (const bool staged : {false, true}) {
-      if (staged && f != PagedFormat::nvfp4) continue;
+      if (staged && !staged_recipe(r, f)) continue;
       const std::string property = staged ? "/device-vs-cpu-twin-staged" : "/device-vs-cpu-twin-whole-cache";
       add_property("gpu", base + property, Device::cuda, [r, f, staged](const RunContext& ctx) {
-      std::string why;
-      if (!kernels::device::available(&why)) return skipped(why);
-      const auto problems = gen_problem(r, f, Limits{8, 300, 6, staged});
-      return check_random(with_cases(ctx, 10), [&] {
-        const PagedProblem p = *problems;
-        for (const std::uint8_t poison : {kPoisonA, kPoisonB}) {
-          Caches got;
-          const std::string e = run_device(p, poison, poison == kPoisonA, &got);
-          if (!e.empty()) RC_FAIL(e);
-          const std::string diff = first_difference(p.shape.layout, got, run_twin(p, poison));
-          if (!diff.empty()) RC_FAIL(diff);
-        }
+        std::string why;
+        if (!kernels::device::available(&why)) return skipped(why);
+        const auto problems = gen_problem(r, f, Limits{8, 300, 6, staged});
+        return check_random(with_cases(ctx, 10), [&] {
+          const PagedProblem p = *problems;
+          if (staged) RC_ASSERT(kernels::staged_shape(p.shape));
+          for (const std::uint8_t poison : {kPoisonA, kPoisonB}) {
+            Caches got;
+            const std::string e = run_device(p, poison, poison == kPoisonA, &got);
+            if (!e.empty()) RC_FAIL(e);
+            const std::string diff = first_difference(p.shape.layout, got, run_twin(p, poison));
+            if (!diff.empty()) RC_FAIL(diff);
+          }
+        });
       });
-    });
     }
-    // A serving-sized store: 8 heads, D 128, block 16, 8192 tokens for FP8 (1M chunks) and 24576 for
-    // NVFP4 (1.5M items of a K and a V chunk), each more than one grid of the kernel covers (at most
-    // 32 blocks of 128 threads an SM: 540,672 on an H100), so threads run several items and the
-    // staged loop its later stages; shuffled slots over twice the blocks needed, padding.
+    // Serving-sized stores, each more items than one grid of the kernel covers (at most 32 blocks of
+    // 128 threads an SM: 540,672 on an H100), so threads run several items and the staged loop its
+    // later stages: 8 heads, HND, swizzled K and V, BF16; 8192 tokens for FP8 (1M chunks), 24576 for
+    // NVFP4 (1.5M items of a K and a V chunk).
     add_property("gpu", base + "/device-vs-cpu-twin-large", Device::cuda, [r, f](const RunContext& ctx) {
       std::string why;
       if (!kernels::device::available(&why)) return skipped(why);
-      PagedProblem p;
-      p.shape.recipe = r;
       const std::int64_t tokens = f == PagedFormat::fp8 ? 8192 : 24576;
-      p.shape.layout = PagedKvLayout{f, KvOrder::hnd, f == PagedFormat::fp8 ? ScaleSwizzle::none : ScaleSwizzle::k_and_v,
-                                     tokens / 8, 16, 8, 128};
-      p.shape.tokens = tokens;
-      p.shape.input = DType::bf16;
-      std::vector<std::int64_t> all(static_cast<std::size_t>(p.shape.layout.slots()));
-      std::iota(all.begin(), all.end(), 0);
-      for (std::size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[mix32(ctx.seed + i) % i]);
-      for (std::int64_t t = 0; t < p.shape.tokens; ++t) p.slots.push_back(t % 97 == 0 ? -1 : all[t]);
-      const std::int64_t count = tokens * 8 * 128;
-      p.key = make_kv(DType::bf16, count, 128, ctx.seed);
-      p.value = make_kv(DType::bf16, count, 128, ~ctx.seed);
-      const auto finite_amax = [count](const std::vector<std::uint8_t>& x) {  // the data hold rare inf
-        float m = 0.0f;
-        for (std::int64_t i = 0; i < count; ++i) {
-          const float a = std::fabs(kernels::load_value(DType::bf16, x.data(), i));
-          if (std::isfinite(a) && a > m) m = a;
-        }
-        return m;
-      };
-      p.scales.k[0] = tensor_scale(r, finite_amax(p.key));
-      p.scales.v[0] = tensor_scale(r, finite_amax(p.value));
-      Tally tally;
-      Caches got;
-      const std::string e = run_device(p, kPoisonA, true, &got);
-      if (!e.empty()) throw std::runtime_error(e);
-      const std::string diff = first_difference(p.shape.layout, got, run_twin(p, kPoisonA));
-      if (diff.empty()) tally.pass(); else tally.fail(diff);
-      return tally.outcome(ctx);
+      return run_large(ctx, r, f, {tokens, 8, KvOrder::hnd, ScaleSwizzle::k_and_v, DType::bf16, false, false});
     });
+    // The staged recipes also with 20 heads (160 items a token, which the grid's stride of SMs * 4096
+    // threads does not divide on an H100's 132 SMs: a warp's row steps past a token's end), NHD, V
+    // swizzled, FP16, K a qkv view, per-head scales (the loop without the lean terms); 8192 tokens,
+    // 1.3M items.
+    if (staged_recipe(r, f))
+      add_property("gpu", base + "/device-vs-cpu-twin-large-staged", Device::cuda, [r, f](const RunContext& ctx) {
+        std::string why;
+        if (!kernels::device::available(&why)) return skipped(why);
+        return run_large(ctx, r, f, {8192, 20, KvOrder::nhd, ScaleSwizzle::v_only, DType::fp16, true, true});
+      });
   });
   // The device launcher rejects bad slots before launching: the cache stays poisoned.
   add_property("gpu", "paged/device-rejects-bad-slots-and-writes-nothing", Device::cuda, [](const RunContext& ctx) {
