@@ -314,8 +314,7 @@ KVQ_HD inline bool staged_shape(const PagedStoreShape& s) {
          token_stride(s, KvSide::v) % 8 == 0 && s.layout.heads * (s.layout.head_dim / kPagedChunk) % 32 == 0;
 }
 inline bool staged_loads(const PagedStoreShape& s, const PagedStoreArgs& a) {
-  const auto aligned = [](const void* p, unsigned bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; };
-  return staged_shape(s) && aligned(a.key, 16) && aligned(a.value, 16) && aligned(a.slot_mapping, 8);
+  return staged_shape(s) && io::aligned(a.key, 16) && io::aligned(a.value, 16) && io::aligned(a.slot_mapping, 8);
 }
 
 // GPU: device pointers for args, host values for scales, an opaque cudaStream_t. With

@@ -156,10 +156,7 @@ __device__ inline void copy_row(const PagedStoreShape& s, const PagedStoreArgs& 
 // This thread's chunk of side K or V in a stage, as pair words.
 __device__ inline void read_chunk(const uint4 (&pieces)[kPieces], ChunkValues* out) {
   KVQ_UNROLL
-  for (int p = 0; p < kPieces; ++p) {
-    const uint4 w = pieces[p];
-    out->pairs[4 * p] = w.x, out->pairs[4 * p + 1] = w.y, out->pairs[4 * p + 2] = w.z, out->pairs[4 * p + 3] = w.w;
-  }
+  for (int p = 0; p < kPieces; ++p) io::split_words(pieces[p], out->pairs + 4 * p);
 }
 }  // namespace staged
 
@@ -234,6 +231,8 @@ __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, c
     __syncthreads();
     terms = reciprocals.with(shared_codes);
   }
+  // Each loop is written out at its call (a shared lambda called from both places stayed out of
+  // line: a 2832-byte stack frame in the 4over6 kernel).
   if constexpr (F == PagedFormat::nvfp4 && C != kGeneric) {
     if (terms.lean && !s.per_head_scales) {  // the usual scales: the loop sees them as constants
       PagedStoreShape lean_shape = s;

@@ -97,8 +97,17 @@ KVQ_HD inline void prefetch(const void* p) {
 #endif
 }
 
+// Whether p is a multiple of bytes (a power of two).
+KVQ_HD inline bool aligned(const void* p, int bytes) { return (reinterpret_cast<std::uintptr_t>(p) & (bytes - 1)) == 0; }
+
+#if defined(__CUDACC__)
+// A 16-byte vector's four words, in order.
+__device__ inline void split_words(const uint4& w, std::uint32_t* out) {
+  out[0] = w.x, out[1] = w.y, out[2] = w.z, out[3] = w.w;
+}
+#endif
+
 #if defined(__CUDA_ARCH__)
-__device__ inline bool aligned(const void* p, int bytes) { return (reinterpret_cast<std::uintptr_t>(p) & (bytes - 1)) == 0; }
 __device__ inline std::uint32_t word(const std::uint8_t* b) {
   return b[0] | (std::uint32_t{b[1]} << 8) | (std::uint32_t{b[2]} << 16) | (std::uint32_t{b[3]} << 24);
 }
@@ -156,8 +165,7 @@ KVQ_HD inline void load_pair_words(const void* x, std::int64_t first, std::uint3
   if (kAligned || aligned(h, 16)) {
     KVQ_UNROLL
     for (int v = 0; v < kN / 8; ++v) {
-      const uint4 w = __ldcs(reinterpret_cast<const uint4*>(h) + v);  // streamed: read once
-      pairs[4 * v] = w.x, pairs[4 * v + 1] = w.y, pairs[4 * v + 2] = w.z, pairs[4 * v + 3] = w.w;
+      split_words(__ldcs(reinterpret_cast<const uint4*>(h) + v), pairs + 4 * v);  // streamed: read once
     }
   } else
 #endif
