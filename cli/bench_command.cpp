@@ -68,6 +68,7 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   long rope_tokens = 16384;  // fused RoPE + FP8 + paged append rows (0: none)
   bool peers = false;
   std::string python = "python3";
+  std::string swizzle = "none";  // the NVFP4 paged rows' scale swizzle
   for (std::size_t i = 0; i < args.size(); ++i) {
     const bool value = i + 1 < args.size();
     if (args[i] == "--recipes" && value) {
@@ -86,13 +87,16 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
       rope_tokens = std::atol(args[++i].c_str());
     } else if (args[i] == "--csv" && value) {
       csv = args[++i];
+    } else if (args[i] == "--swizzle" && value) {
+      swizzle = args[++i];
     } else if (args[i] == "--peers") {
       peers = true;
     } else if (args[i] == "--python" && value) {
       python = args[++i];
     } else {
       err << "kvq bench: unexpected argument '" << args[i] << "'\nusage: kvq bench [--recipes a,b] [--dtype bf16|fp16|fp32]"
-          << " [--mib N] [--cols N] [--repeats N] [--rope-tokens N] [--csv FILE] [--no-mla] [--peers [--python EXE]]\n";
+          << " [--mib N] [--cols N] [--repeats N] [--rope-tokens N] [--swizzle none|v|kv] [--csv FILE] [--no-mla]"
+          << " [--peers [--python EXE]]\n";
       return 2;
     }
   }
@@ -101,6 +105,13 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
     err << "kvq bench: --dtype is bf16, fp16 or fp32, got '" << dtype << "'\n";
     return 2;
   }
+  if (swizzle != "none" && swizzle != "v" && swizzle != "kv") {
+    err << "kvq bench: --swizzle is none, v (V's scales) or kv (K's and V's), got '" << swizzle << "'\n";
+    return 2;
+  }
+  const kernels::ScaleSwizzle paged_swizzle = swizzle == "v" ? kernels::ScaleSwizzle::v_only
+                                              : swizzle == "kv" ? kernels::ScaleSwizzle::k_and_v
+                                                                : kernels::ScaleSwizzle::none;
   if (mib <= 0 || cols <= 0 || cols % 64 != 0 || repeats <= 0) {
     err << "kvq bench: --mib, --repeats must be > 0 and --cols a multiple of 64\n";
     return 2;
@@ -120,7 +131,8 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::string device;
   err << "kvq bench: " << rows << "x" << cols << " " << dtype << " (" << mib << " MiB input), median of " << repeats
       << " runs each\n";
-  std::string e = kernels::run_benchmarks(cases, t, rows, cols, static_cast<int>(repeats), &rows_out, &device);
+  std::string e =
+      kernels::run_benchmarks(cases, t, rows, cols, static_cast<int>(repeats), &rows_out, &device, paged_swizzle);
   if (e.empty() && mla) e = kernels::run_mla_benchmarks(static_cast<int>(repeats), &rows_out);
   if (e.empty() && rope_tokens > 0) e = kernels::run_rope_benchmarks(t, rope_tokens, static_cast<int>(repeats), &rows_out);
   if (!e.empty()) {
@@ -128,11 +140,11 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
     return 2;
   }
   std::ostringstream table;
-  table << "device: " << device << "\n" << std::left << std::setw(11) << "kernel" << std::setw(24) << "recipe" << std::setw(6)
+  table << "device: " << device << "\n" << std::left << std::setw(13) << "kernel" << std::setw(24) << "recipe" << std::setw(6)
         << "dtype" << std::right << std::setw(10) << "MB moved" << std::setw(10) << "ms" << std::setw(10) << "GB/s"
         << std::setw(12) << "copy GB/s" << std::setw(10) << "of copy" << "\n";
   for (const auto& r : rows_out) {
-    table << std::left << std::setw(11) << r.kernel << std::setw(24) << r.recipe << std::setw(6) << r.dtype << std::right
+    table << std::left << std::setw(13) << r.kernel << std::setw(24) << r.recipe << std::setw(6) << r.dtype << std::right
           << std::fixed << std::setprecision(1) << std::setw(10) << r.bytes / 1e6 << std::setprecision(3) << std::setw(10)
           << r.median_ms << std::setprecision(0) << std::setw(10) << r.gbps << std::setw(12) << r.copy_gbps
           << std::setprecision(1) << std::setw(9) << 100.0 * r.gbps / r.copy_gbps << "%\n";

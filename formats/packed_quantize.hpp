@@ -448,21 +448,31 @@ KVQ_HD inline BlockPlan plan_of(const Recipe& r, const GlobalTerms& t, float bma
   return plan_block(r, t.g, bmax, false);
 }
 
+// Both plans of four_over_six (E2M1: divisors 6 and 4) from both lean scales at once, one paired
+// conversion to their codes and the table's terms, for a g with its table (t.lean), computed for any
+// bmax without a branch; fast: they are the rule's plans (bmax within [kLeanScaleMin, kLeanScaleMax],
+// and the /6 code not 0, so neither is: RN(bmax/6) <= bmax/4, and each later step is monotonic).
+// No guard of the rule applies there (bmax > 0, and sf * g >= 2^-49 > 0 for every code but 0), and
+// every s2 is estimable (S in [2^-49, 2^49]). For other bmax (NaN included) the codes are whatever
+// the conversion gives, within the table's 128 entries.
+KVQ_HD inline FourOverSixPlans four_over_six_lean_plans(const Recipe& r, const GlobalTerms& t, float bmax) {
+  static_assert(kE4m3Codes == 128, "the codes index the table by their low seven bits");
+  const float s6 = recipe_detail::clamped_scale(r, lean_scale(t, bmax, 6.0f));
+  const float s4 = recipe_detail::clamped_scale(r, lean_scale(t, bmax, 4.0f));
+  const std::uint16_t codes = e4m3x2_satfinite_fast(s6, s4);
+  const auto c6 = static_cast<std::uint8_t>(codes & 0x7F), c4 = static_cast<std::uint8_t>((codes >> 8) & 0x7F);
+  const CodeTerms six = t.codes[c6], four = t.codes[c4];
+  const bool fast = bmax >= kLeanScaleMin && bmax <= kLeanScaleMax && c6 != 0;
+  return {{c6, ElementOp::multiply, six.by}, {c4, ElementOp::multiply, four.by}, six.s2, four.s2, fast};
+}
+
 // The two plans of four_over_six (divisors 6 and 4) for a finite block with max |x| = bmax: in the
-// usual case (lean g, bmax in [kLeanScaleMin, kLeanScaleMax], and neither scale code 0) both lean
-// scales at once, one paired conversion to their codes and the table's terms. No guard of the
-// rule applies there (bmax > 0, and sf * g >= 2^-49 > 0 for every code but 0), and every s2 is
-// estimable (S in [2^-49, 2^49]). Else plan_of's plans, which may also divide or be zero.
+// usual case (lean g with its table, a multiplying E2M1 rule, four_over_six_lean_plans fast) the
+// lean plans; else plan_of's plans, which may also divide or be zero.
 KVQ_HD inline FourOverSixPlans four_over_six_plans(const Recipe& r, const GlobalTerms& t, float bmax) {
-  if (t.lean && r.apply != Apply::divide && bmax >= kLeanScaleMin && bmax <= kLeanScaleMax) {
-    const float s6 = recipe_detail::clamped_scale(r, lean_scale(t, bmax, element_max(r)));  // E2M1: 6
-    const float s4 = recipe_detail::clamped_scale(r, lean_scale(t, bmax, 4.0f));
-    const std::uint16_t codes = e4m3x2_satfinite_fast(s6, s4);
-    const auto c6 = static_cast<std::uint8_t>(codes & 0xFF), c4 = static_cast<std::uint8_t>(codes >> 8);
-    if (c6 != 0 && c4 != 0) {
-      const CodeTerms six = t.codes[c6], four = t.codes[c4];
-      return {{c6, ElementOp::multiply, six.by}, {c4, ElementOp::multiply, four.by}, six.s2, four.s2, true};
-    }
+  if (t.lean && r.apply != Apply::divide && r.element == FormatId::e2m1) {
+    const FourOverSixPlans p = four_over_six_lean_plans(r, t, bmax);
+    if (p.fast) return p;
   }
   const BlockPlan six = plan_of(r, t, bmax, element_max(r)), four = plan_of(r, t, bmax, 4.0f);
   return {six, four, scale_square(t, six.scale_code), scale_square(t, four.scale_code), false};
@@ -490,6 +500,25 @@ KVQ_HD inline bool four_over_six_words(const Recipe& r, const GlobalTerms& t, co
   const bool small = fabsf(bmax * six.by) < 7.0f && fabsf(bmax * four.by) <= 4.5f;
   *scale = small ? pick_four_over_six<kN, true>(x, signs, t.g, p, words)
                  : pick_four_over_six<kN, false>(x, signs, t.g, p, words);
+  return true;
+}
+
+// four_over_six on the usual block in one test (kernels: no branch but that test and the uncertain
+// estimates'): a lean g with its table, a multiplying rule, four_over_six_lean_plans fast, and both
+// candidates small. There four_over_six_words takes the same plans and pick_four_over_six<kN, true>,
+// or, where both codes are equal (saturated), one pass: the same words and scale as the pick's,
+// whose candidates are then the same and whose tie keeps /6. The plans are computed before the
+// test, for every block (bmax NaN or out of range: codes the test drops); false: the caller decides.
+template <int kN>
+KVQ_HD inline bool four_over_six_usual(const Recipe& r, const GlobalTerms& t, const float* x, const std::uint32_t* signs,
+                                       float bmax, std::uint32_t* words, std::uint8_t* scale) {
+  if (r.element != FormatId::e2m1 || r.element_rounding != Rounding::nearest_even || r.apply == Apply::divide ||
+      !t.lean)
+    return false;
+  const FourOverSixPlans p = four_over_six_lean_plans(r, t, bmax);
+  // |q| <= bmax * y for every element (rounding is monotonic; y > 0): usually about 6 and 4.
+  if (!(p.fast && bmax * p.six.by < 7.0f && bmax * p.four.by <= 4.5f)) return false;
+  *scale = pick_four_over_six<kN, true>(x, signs, t.g, p, words);
   return true;
 }
 
@@ -530,6 +559,10 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_packed(const Recipe& r, con
   if (has_packed_fast_form(r)) {
     std::uint32_t signs[kN / 8];
     const float m = packed_detail::block_signs_and_max<kN, kPairs>(x, pairs, signs);
+    if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six) {
+      std::uint8_t scale = 0;
+      if (packed_detail::four_over_six_usual<kN>(r, t, x, signs, m, words, &scale)) return scale;
+    }
     if (m <= 3.4028235e38f) {  // finite: m is the block max, and no element is NaN
       if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six) {
         std::uint8_t scale = 0;

@@ -51,7 +51,7 @@ std::string time_median(const std::function<std::string()>& launch, int repeats,
 }
 
 std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int64_t rows, std::int64_t cols,
-                           int repeats, std::vector<BenchRow>* out, std::string* device_name) {
+                           int repeats, std::vector<BenchRow>* out, std::string* device_name, ScaleSwizzle paged_swizzle) {
   cudaDeviceProp prop{};
   if (auto e = status(cudaGetDeviceProperties(&prop, 0)); !e.empty()) return e;
   *device_name = prop.name;
@@ -117,7 +117,8 @@ std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std
   }
   // Paged store (kernels/paged_store.hpp) for the FP8 per-tensor and NVFP4 recipes: K and V are
   // the two halves of x as [T, 8 heads, cols], block_size 16, the blocks in a shuffled order
-  // (fixed seed), no padding, scales 1; check_slots off (its host check syncs the stream).
+  // (fixed seed), no padding, scales 1; check_slots off (its host check syncs the stream); NVFP4
+  // scales swizzled as paged_swizzle says.
   // Bytes: K and V read, slot_mapping read, every cache byte of the T tokens written.
   const std::int64_t paged_heads = 8, paged_tokens = count / (2 * paged_heads * cols) / 16 * 16;
   void* slots = nullptr;
@@ -136,7 +137,8 @@ std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std
     if (!e.empty() || paged_tokens == 0 || (!fp8 && !nvfp4)) continue;
     for (const KvOrder order : {KvOrder::nhd, KvOrder::hnd}) {
       PagedStoreShape s;
-      s.layout = PagedKvLayout{fp8 ? PagedFormat::fp8 : PagedFormat::nvfp4, order, ScaleSwizzle::none, paged_tokens / 16, 16,
+      const ScaleSwizzle swizzle = fp8 ? ScaleSwizzle::none : paged_swizzle;
+      s.layout = PagedKvLayout{fp8 ? PagedFormat::fp8 : PagedFormat::nvfp4, order, swizzle, paged_tokens / 16, 16,
                                paged_heads, cols};
       s.recipe = c.recipe;
       s.tokens = paged_tokens;
@@ -152,8 +154,9 @@ std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std
       double ms = 0, copy_rate = 0;
       e = time_median([&] { return device::paged_store(s, paged_scales, a, nullptr); }, repeats, &ms);
       if (e.empty()) e = copy_gbps(p_bytes, &copy_rate);
-      out->push_back({order == KvOrder::nhd ? "paged-nhd" : "paged-hnd", c.recipe_name, name_of(dtype), p_bytes, ms,
-                      p_bytes / (ms * 1e6), copy_rate});
+      const char* swizzled = swizzle == ScaleSwizzle::v_only ? "-v" : (swizzle == ScaleSwizzle::k_and_v ? "-kv" : "");
+      out->push_back({std::string(order == KvOrder::nhd ? "paged-nhd" : "paged-hnd") + swizzled, c.recipe_name,
+                      name_of(dtype), p_bytes, ms, p_bytes / (ms * 1e6), copy_rate});
       if (!e.empty()) break;
     }
   }

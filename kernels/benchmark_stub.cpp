@@ -4,7 +4,7 @@
 namespace kvq::kernels {
 
 std::string run_benchmarks(const std::vector<BenchCase>&, DType, std::int64_t, std::int64_t, int,
-                           std::vector<BenchRow>*, std::string*) {
+                           std::vector<BenchRow>*, std::string*, ScaleSwizzle) {
   return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
 }
 

@@ -25,11 +25,15 @@ struct FastDivide32 {
   }
   KVQ_HD std::uint32_t quotient(std::uint32_t n) const {
 #if defined(__CUDA_ARCH__)
-    const std::uint32_t high = __umulhi(multiplier, n);
+    // The sum's two words shifted by a funnel shift (clamped at 32): a 32-bit result nvcc does not
+    // widen again (from the 64-bit shift it kept the high word, and indexing by the quotient took
+    // six instructions for one).
+    const std::uint64_t sum = std::uint64_t{__umulhi(multiplier, n)} + n;
+    return __funnelshift_rc(static_cast<std::uint32_t>(sum), static_cast<std::uint32_t>(sum >> 32), shift);
 #else
     const auto high = static_cast<std::uint32_t>((std::uint64_t{multiplier} * n) >> 32);
-#endif
     return static_cast<std::uint32_t>((std::uint64_t{high} + n) >> shift);
+#endif
   }
   // n / divisor and n % divisor.
   KVQ_HD void divide(std::uint32_t n, std::uint32_t* q, std::uint32_t* r) const {

@@ -44,6 +44,25 @@ struct PageRegion {
   std::int64_t bytes = 0;
 };
 
+// Where a side's NVFP4 rows lie within a block, as sums of products for 32-bit offsets (the paged
+// kernels' narrow path): one form for NHD and HND, swizzled or not, whose terms a launch computes
+// once (PagedKvLayout::row_steps), so a chunk's offsets cost the same few multiply-adds in every
+// layout. Within block 0, equal to data_offset and scale_offset (property
+// paged/layout/row-steps-are-offsets).
+struct RowSteps {
+  std::uint32_t data_base = 0, data_token = 0, data_head = 0;
+  std::uint32_t scale_base = 0, scale_group = 0, scale_token = 0, scale_head = 0, scale_s = 0;
+  // Byte `byte` of (token, head)'s data row.
+  KVQ_HD std::uint32_t data(std::uint32_t token, std::uint32_t head, std::uint32_t byte) const {
+    return data_base + token * data_token + head * data_head + byte;
+  }
+  // Scale s of (token, head): tokens in groups of kSwizzleGroup, each token of a group a step.
+  KVQ_HD std::uint32_t scale(std::uint32_t token, std::uint32_t head, std::uint32_t s) const {
+    return scale_base + (token / kSwizzleGroup) * scale_group + (token % kSwizzleGroup) * scale_token +
+           head * scale_head + s * scale_s;
+  }
+};
+
 struct PagedKvLayout {
   PagedFormat format = PagedFormat::fp8;
   KvOrder order = KvOrder::nhd;
@@ -83,27 +102,26 @@ struct PagedKvLayout {
   KVQ_HD std::int64_t row(std::int64_t token, std::int64_t head) const {
     return order == KvOrder::nhd ? token * heads + head : head * block_size + token;
   }
-  // The same offsets within one block in 32-bit arithmetic, for callers that know the block's
-  // bytes fit (block_bytes() < 2^31; the paged kernels' narrow path): the block base is then one
-  // 64-bit multiply-add, the rest 32-bit (a 64-bit multiply costs several instructions).
-  KVQ_HD std::uint32_t data_within(KvSide side, std::uint32_t token, std::uint32_t head, std::uint32_t byte) const {
-    const auto r = order == KvOrder::nhd ? token * static_cast<std::uint32_t>(heads) + head
-                                         : head * static_cast<std::uint32_t>(block_size) + token;
-    return static_cast<std::uint32_t>(region(side, PagePart::data).offset) +
-           r * static_cast<std::uint32_t>(data_row_bytes()) + byte;
-  }
-  KVQ_HD std::uint32_t scale_within(KvSide side, std::uint32_t token, std::uint32_t head, std::uint32_t s) const {
+  // The row steps of a side (NVFP4), for callers that know a block's bytes fit 31 bits (the
+  // paged kernels' narrow path: the block base is then one 64-bit multiply-add, the rest 32-bit).
+  // scale_offset's four cases as one sum: a token is (token / 4) * 4 + token % 4, so an unswizzled
+  // row's token step splits into a step of 4 tokens and a token step, and a swizzled row's token
+  // step is 1 and its scale step 4 (swizzle_index).
+  KVQ_HD RowSteps row_steps(KvSide side) const {
     const auto S = static_cast<std::uint32_t>(scales_per_head()), H = static_cast<std::uint32_t>(heads),
-               B = static_cast<std::uint32_t>(block_size);
-    std::uint32_t within;
-    if (!swizzled(side)) {
-      within = (order == KvOrder::nhd ? token * H + head : head * B + token) * S + s;
-    } else if (order == KvOrder::nhd) {
-      within = (token / 4) * 4 * (H * S) + 4 * (head * S + s) + token % 4;  // swizzle_index(H * S, token, head * S + s)
-    } else {
-      within = head * B * S + (token / 4) * 4 * S + 4 * s + token % 4;     // head * B * S + swizzle_index(S, token, s)
-    }
-    return static_cast<std::uint32_t>(region(side, PagePart::scales).offset) + within;
+               B = static_cast<std::uint32_t>(block_size), R = static_cast<std::uint32_t>(data_row_bytes());
+    const bool nhd = order == KvOrder::nhd;
+    RowSteps st;
+    st.data_base = static_cast<std::uint32_t>(region(side, PagePart::data).offset);
+    st.data_token = nhd ? H * R : R;
+    st.data_head = nhd ? R : B * R;
+    st.scale_base = static_cast<std::uint32_t>(region(side, PagePart::scales).offset);
+    const std::uint32_t token_scales = nhd ? H * S : S;  // scale bytes between consecutive tokens, unswizzled
+    st.scale_group = kSwizzleGroup * token_scales;
+    st.scale_token = swizzled(side) ? 1 : token_scales;
+    st.scale_head = nhd ? (swizzled(side) ? kSwizzleGroup * S : S) : B * S;
+    st.scale_s = swizzled(side) ? kSwizzleGroup : 1;
+    return st;
   }
 
   // Byte `byte` (< data_row_bytes()) of the data of (token, head) in block `block`, in its buffer.

@@ -86,18 +86,27 @@ __device__ inline PagedStoreShape specialise(PagedStoreShape s) {
 constexpr int kThreads = 128;
 static_assert(kThreads >= kE4m3Codes, "a thread a table entry (kernels/code_table.cuh)");
 
-// Items blockIdx.x * blockDim.x + threadIdx.x, then a grid's stride on (paged_store_item).
-template <int C, PagedFormat F, typename Index>
+// How a kernel walks its items: plain (paged_store_items_loop), aligned (the same loop where
+// aligned_items holds: loads and stores without alignment tests; the 4over6 kernel) or staged
+// (paged_store_staged_loop; the other fixed NVFP4 kernels, where staged_loads holds).
+enum class PagedLoop : std::uint8_t { plain, aligned, staged };
+
+// Items blockIdx.x * blockDim.x + threadIdx.x, then a grid's stride on (paged_store_item). The
+// item index in 32 bits for 32-bit indices: paged_store_narrow's items (below 2^31) and a grid's
+// stride (launch::grid_for: 32 blocks an SM, under 2^20 threads up to 256 SMs) stay below 2^32.
+template <int C, PagedFormat F, typename Index, bool kAligned>
 __device__ __forceinline__ void paged_store_items_loop(const PagedStoreShape& s, const PagedScales& scales,
                                                        const PagedStoreArgs& args, const PagedDividers& d,
                                                        const PagedTerms& terms, std::int64_t items) {
-  for (std::int64_t item = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; item < items;
-       item += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  using Counter = std::conditional_t<sizeof(Index) == 4, std::uint32_t, std::int64_t>;
+  const auto last = static_cast<Counter>(items);
+  for (Counter item = blockIdx.x * static_cast<Counter>(blockDim.x) + threadIdx.x; item < last;
+       item += static_cast<Counter>(gridDim.x) * blockDim.x) {
     if constexpr (C == kGeneric) {
       paged_store_item<Index, false>(s, s.recipe, scales, args, static_cast<Index>(item), d, terms);
     } else {
-      paged_store_item<Index, F == PagedFormat::nvfp4>(s, kFixedRecipe<C>, scales, args, static_cast<Index>(item), d,
-                                                          terms);
+      paged_store_item<Index, F == PagedFormat::nvfp4, kAligned>(s, kFixedRecipe<C>, scales, args,
+                                                                    static_cast<Index>(item), d, terms);
     }
   }
 }
@@ -205,18 +214,19 @@ __device__ __forceinline__ void paged_store_staged_loop(const PagedStoreShape& s
     const auto load_v = [&](const ChunkPlace<std::uint32_t>&, ChunkValues* out) {
       staged::read_chunk(st.v[threadIdx.x], out);
     };
-    store_item<std::uint32_t, true>(s, kFixedRecipe<C>, scales, args, c, st.slot[threadIdx.x / 32], values, load_v, d,
-                                    terms);
+    store_item<std::uint32_t, true, false>(s, kFixedRecipe<C>, scales, args, c, st.slot[threadIdx.x / 32], values,
+                                           load_v, d, terms);
     w = next;
   }
 }
 
 // The fixed NVFP4 kernels run quantize_block_packed; the generic ones quantize_block (the same
 // bytes; with a runtime recipe the packed path would carry every recipe's code).
-template <int C, PagedFormat F, DType T, typename Index, bool kStaged>
+template <int C, PagedFormat F, DType T, typename Index, PagedLoop kLoop>
 __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, const PagedScales& scales,
                                                  const PagedStoreArgs& args, const PagedDividers& d,
                                                  const PagedReciprocals& reciprocals) {
+  constexpr bool kStaged = kLoop == PagedLoop::staged, kAligned = kLoop == PagedLoop::aligned;
   static_assert(!kStaged || sizeof(Index) == 4, "the staged loop divides by the 32-bit dividers");
   const PagedStoreShape s = specialise<F, T>(shape);
   const std::int64_t items = paged_store_items(s);
@@ -241,7 +251,7 @@ __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, c
       if constexpr (kStaged) {
         paged_store_staged_loop<C>(lean_shape, scales, args, d, terms);
       } else {
-        paged_store_items_loop<C, F, Index>(lean_shape, scales, args, d, terms, items);
+        paged_store_items_loop<C, F, Index, kAligned>(lean_shape, scales, args, d, terms, items);
       }
       return;
     }
@@ -249,27 +259,29 @@ __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, c
   if constexpr (kStaged) {
     paged_store_staged_loop<C>(s, scales, args, d, terms);
   } else {
-    paged_store_items_loop<C, F, Index>(s, scales, args, d, terms, items);
+    paged_store_items_loop<C, F, Index, kAligned>(s, scales, args, d, terms, items);
   }
 }
 
-template <int C, PagedFormat F, DType T, typename Index, bool kStaged>
+template <int C, PagedFormat F, DType T, typename Index, PagedLoop kLoop>
 __global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d,
                                    PagedReciprocals reciprocals) {
-  paged_store_body<C, F, T, Index, kStaged>(shape, scales, args, d, reciprocals);
+  paged_store_body<C, F, T, Index, kLoop>(shape, scales, args, d, reciprocals);
 }
-// 4over6 with 8 thread blocks an SM: 64 registers (80 free) and faster (run 39: paged 4over6 56 ->
-// 60%); with K+V pairs it spills 88 bytes, and (128, 7) (72 registers, 24 bytes) runs no faster,
-// (128, 6) and (128, 5) slower (runs 46, 50). The same bounds on every kernel raised the others'
-// registers (nvfp4 40 -> 64) and slowed them. Session 8 (runs 54-58): V prefetched into L1 with K's
-// load, 72 -> 75-76%; holding V, or the next item's chunks, in registers spills and runs slower
-// (60-70%) at (128, 8), (128, 7) and (128, 6); so do one rolled copy of the chunk code for K and V, and
-// one resident wave of thread blocks.
-template <int C, PagedFormat F, DType T, typename Index, bool kStaged>
-__global__ void __launch_bounds__(kThreads, 8)
+// 4over6 with at least 7 thread blocks an SM: 72 registers. History: (128, 8) (64 registers) first
+// ran faster than no bound (run 39: paged 4over6 56 -> 60%), and (128, 7) no faster (runs 46, 50),
+// (128, 6) and (128, 5) slower; the same bounds on every kernel raised the others' registers
+// (nvfp4 40 -> 64) and slowed them. Session 8 (runs 54-58): V prefetched into L1 with K's load,
+// 72 -> 75-76%; holding V, or the next item's chunks, in registers spills and runs slower (60-70%)
+// at (128, 8), (128, 7) and (128, 6); so do one rolled copy of the chunk code for K and V, and one
+// resident wave of thread blocks. Session 11: with the usual 4over6 block in one test, the aligned
+// loop and the row steps, (128, 8) spills 64-80 bytes and (128, 7) 16-32, and (128, 7) is the
+// faster (run 113, BF16 NHD / HND: 82.0 / 81.8% against 80.4 / 80.3%).
+template <int C, PagedFormat F, DType T, typename Index, PagedLoop kLoop>
+__global__ void __launch_bounds__(kThreads, 7)
     paged_store_kernel_occupied(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d,
                                 PagedReciprocals reciprocals) {
-  paged_store_body<C, F, T, Index, kStaged>(shape, scales, args, d, reciprocals);
+  paged_store_body<C, F, T, Index, kLoop>(shape, scales, args, d, reciprocals);
 }
 template <int C>
 constexpr bool kOccupiedOf = C != kGeneric && kFixed[C].style == TwoLevel::four_over_six;
@@ -286,20 +298,26 @@ template <int C, PagedFormat F, DType T, typename Index>
 cudaError_t launch_kernel(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, const PagedDividers& d,
                    int grid, cudaStream_t stream) {
   const PagedReciprocals r = paged_reciprocals(scales);  // host: IEEE quotients, as the device's
-  const auto launch = [&]<bool kStaged>() {
+  const auto launch = [&]<PagedLoop kLoop>() {
     if constexpr (kOccupiedOf<C>) {
-      paged_store_kernel_occupied<C, F, T, Index, kStaged><<<grid, kThreads, 0, stream>>>(s, scales, a, d, r);
+      paged_store_kernel_occupied<C, F, T, Index, kLoop><<<grid, kThreads, 0, stream>>>(s, scales, a, d, r);
     } else {
-      paged_store_kernel<C, F, T, Index, kStaged><<<grid, kThreads, 0, stream>>>(s, scales, a, d, r);
+      paged_store_kernel<C, F, T, Index, kLoop><<<grid, kThreads, 0, stream>>>(s, scales, a, d, r);
     }
   };
   if constexpr (kStagedOf<C, F>) {
     if (staged_loads(s, a)) {
-      launch.template operator()<true>();
+      launch.template operator()<PagedLoop::staged>();
       return cudaGetLastError();
     }
   }
-  launch.template operator()<false>();
+  if constexpr (kOccupiedOf<C>) {
+    if (aligned_items(s, a)) {
+      launch.template operator()<PagedLoop::aligned>();
+      return cudaGetLastError();
+    }
+  }
+  launch.template operator()<PagedLoop::plain>();
   return cudaGetLastError();
 }
 

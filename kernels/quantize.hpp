@@ -157,15 +157,17 @@ KVQ_HD inline void load_values(DType t, const void* x, std::int64_t first, int n
 
 // kN 16-bit values (BF16 or FP16; kN a multiple of 8) as their kN/2 pair words (element 2i in
 // the low half; the packed quantizer's BF16 form): 16-byte loads where aligned (kAligned: the
-// caller knows it is).
-template <int kN, bool kAligned = false>
+// caller knows it is), streamed (read once: evict first) or, !kStreamed, cached in L1 (where the
+// caller prefetched the line there).
+template <int kN, bool kAligned = false, bool kStreamed = true>
 KVQ_HD inline void load_pair_words(const void* x, std::int64_t first, std::uint32_t* pairs) {
   const auto* h = static_cast<const std::uint16_t*>(x) + first;
 #if defined(__CUDA_ARCH__)
   if (kAligned || aligned(h, 16)) {
     KVQ_UNROLL
     for (int v = 0; v < kN / 8; ++v) {
-      split_words(__ldcs(reinterpret_cast<const uint4*>(h) + v), pairs + 4 * v);  // streamed: read once
+      const uint4* p = reinterpret_cast<const uint4*>(h) + v;
+      split_words(kStreamed ? __ldcs(p) : __ldca(p), pairs + 4 * v);
     }
   } else
 #endif
@@ -307,8 +309,8 @@ KVQ_HD inline void store_bytes(std::uint8_t* dst, const std::uint8_t* bytes, int
 }
 
 // Words whose little-endian bytes are the bytes to store (packed 4-bit codes); kStreamed as
-// load_values.
-template <bool kStreamed = true>
+// load_values; kAlign: an alignment of dst the caller knows (no test up to it).
+template <bool kStreamed = true, int kAlign = 1>
 KVQ_HD inline void store_words(std::uint8_t* dst, const std::uint32_t* words, int count) {
 #if defined(__CUDA_ARCH__)
   const auto put = [](auto* p, auto v) {
@@ -318,13 +320,13 @@ KVQ_HD inline void store_words(std::uint8_t* dst, const std::uint32_t* words, in
       *p = v;
     }
   };
-  if (aligned(dst, 16) && count % 4 == 0) {
+  if ((kAlign >= 16 || aligned(dst, 16)) && count % 4 == 0) {
     KVQ_UNROLL
     for (int k = 0; k < count / 4; ++k)
       put(reinterpret_cast<uint4*>(dst) + k, uint4{words[4 * k], words[4 * k + 1], words[4 * k + 2], words[4 * k + 3]});
     return;
   }
-  if (aligned(dst, 8) && count % 2 == 0) {
+  if ((kAlign >= 8 || aligned(dst, 8)) && count % 2 == 0) {
     KVQ_UNROLL
     for (int k = 0; k < count / 2; ++k) put(reinterpret_cast<uint2*>(dst) + k, uint2{words[2 * k], words[2 * k + 1]});
     return;

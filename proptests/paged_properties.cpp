@@ -410,6 +410,27 @@ void register_layout_properties() {
     });
   });
   // The swizzle is a permutation of [0, rows*cols) and unswizzle is its inverse, both ways.
+  // Where aligned_shape holds (the 4over6 kernel's aligned loop: loads and stores without an
+  // alignment test), every chunk's input starts on 16 bytes from a 16-byte aligned tensor, and its
+  // 8 bytes of codes on 8 bytes from an 8-byte aligned cache, in every block, row and order.
+  add_property("paged", "layout/aligned-shape-aligns-every-chunk", Device::cpu, [](const RunContext& ctx) {
+    const auto problems = gen_problem(recipe_from_name("nvfp4-4over6")->recipe, PagedFormat::nvfp4, kCpuLimits);
+    return check_random(with_cases(ctx, 4), [&] {
+      const kernels::PagedStoreShape s = (*problems).shape;
+      const bool aligned = kernels::aligned_shape(s);
+      RC_CLASSIFY(aligned);
+      if (!aligned) return;
+      const PagedKvLayout& L = s.layout;
+      for (const KvSide side : {KvSide::k, KvSide::v})
+        for (std::int64_t t = 0; t < std::max<std::int64_t>(s.tokens, L.block_size); ++t)
+          for (std::int64_t h = 0; h < L.heads; ++h)
+            for (std::int64_t c = 0; c < L.head_dim / kernels::kPagedChunk; ++c) {
+              RC_ASSERT(kernels::chunk_first<std::int64_t>(s, side, t, h, c) * kernels::bytes_of(s.input) % 16 == 0);
+              for (std::int64_t blk = 0; blk < L.num_blocks; ++blk)
+                RC_ASSERT(L.data_offset(side, blk, t % L.block_size, h, c * kernels::kPagedChunk / 2) % 8 == 0);
+            }
+    });
+  });
   add_property("paged", "layout/swizzle-bijection-and-inverse", Device::cpu, [](const RunContext& ctx) {
     return check_random(with_cases(ctx, 4), [] {
       const std::int64_t rows = 4 * *rc::gen::inRange<std::int64_t>(1, 65), cols = *rc::gen::inRange<std::int64_t>(1, 65);
@@ -425,6 +446,26 @@ void register_layout_properties() {
       for (std::int64_t o = 0; o < rows * cols; ++o) {
         const std::int64_t i = kernels::unswizzle_index(cols, o);
         RC_ASSERT(kernels::swizzle_index(cols, i / cols, i % cols) == o);
+      }
+    });
+  });
+  // The narrow path's row steps (PagedKvLayout::row_steps) give every NVFP4 data and scale offset
+  // of block 0 that data_offset and scale_offset give, for both sides, orders and every swizzle.
+  add_property("paged", "layout/row-steps-are-offsets", Device::cpu, [](const RunContext& ctx) {
+    return check_random(with_cases(ctx, 4), [] {
+      const PagedKvLayout L = (*gen_layout()).layout;
+      RC_PRE(L.format == PagedFormat::nvfp4);
+      RC_CLASSIFY(name_of(L.order), name_of(L.swizzle));
+      for (const KvSide side : {KvSide::k, KvSide::v}) {
+        const kernels::RowSteps st = L.row_steps(side);
+        for (std::int64_t t = 0; t < L.block_size; ++t)
+          for (std::int64_t h = 0; h < L.heads; ++h) {
+            const auto t32 = static_cast<std::uint32_t>(t), h32 = static_cast<std::uint32_t>(h);
+            for (std::int64_t b = 0; b < L.data_row_bytes(); ++b)
+              RC_ASSERT(std::int64_t{st.data(t32, h32, static_cast<std::uint32_t>(b))} == L.data_offset(side, 0, t, h, b));
+            for (std::int64_t c = 0; c < L.scales_per_head(); ++c)
+              RC_ASSERT(std::int64_t{st.scale(t32, h32, static_cast<std::uint32_t>(c))} == L.scale_offset(side, 0, t, h, c));
+          }
       }
     });
   });
@@ -628,6 +669,9 @@ struct LargeGeometry {
   DType input;
   bool qkv_key;  // K a view of a fused qkv tensor: token stride 3 * heads * D
   bool per_head_scales;
+  // The store takes the 4over6 kernel's aligned loop (kernels/paged_store.hpp aligned_shape; the
+  // device buffers are cudaMalloc's, aligned): checked, so the case cannot drift to the plain loop.
+  bool aligned = false;
 };
 Outcome run_large(const RunContext& ctx, const Recipe& r, PagedFormat f, const LargeGeometry& g) {
   constexpr std::int64_t kD = 128;
@@ -660,6 +704,7 @@ Outcome run_large(const RunContext& ctx, const Recipe& r, PagedFormat f, const L
     p.scales.v[h] = v_scale * (1.0f + 0.0625f * static_cast<float>(h));
   }
   Tally tally;
+  if (g.aligned && !kernels::aligned_shape(s)) tally.fail("the geometry does not take the aligned loop (aligned_shape)");
   Caches got;
   const std::string e = run_device(p, kPoisonA, true, &got);
   if (!e.empty()) throw std::runtime_error(e);
@@ -669,9 +714,12 @@ Outcome run_large(const RunContext& ctx, const Recipe& r, PagedFormat f, const L
 }
 
 // Whether a recipe's device store may stage its loads (kernels/paged_store_kernel.cuh kStagedOf:
-// the fixed NVFP4 kernels but 4over6).
+// the fixed NVFP4 kernels but 4over6), or take the aligned loop (kOccupiedOf: 4over6).
 bool staged_recipe(const Recipe& r, PagedFormat f) {
   return f == PagedFormat::nvfp4 && r.two_level != TwoLevel::four_over_six;
+}
+bool aligned_recipe(const Recipe& r, PagedFormat f) {
+  return f == PagedFormat::nvfp4 && r.two_level == TwoLevel::four_over_six;
 }
 
 void register_gpu_properties() {
@@ -707,8 +755,17 @@ void register_gpu_properties() {
       std::string why;
       if (!kernels::device::available(&why)) return skipped(why);
       const std::int64_t tokens = f == PagedFormat::fp8 ? 8192 : 24576;
-      return run_large(ctx, r, f, {tokens, 8, KvOrder::hnd, ScaleSwizzle::k_and_v, DType::bf16, false, false});
+      return run_large(ctx, r, f,
+                       {tokens, 8, KvOrder::hnd, ScaleSwizzle::k_and_v, DType::bf16, false, false, aligned_recipe(r, f)});
     });
+    // 4over6's aligned loop also in its NHD copy (the loop is compiled once an order), with V
+    // swizzled and FP16; 8192 tokens, 524,288 items.
+    if (aligned_recipe(r, f))
+      add_property("gpu", base + "/device-vs-cpu-twin-large-aligned-nhd", Device::cuda, [r, f](const RunContext& ctx) {
+        std::string why;
+        if (!kernels::device::available(&why)) return skipped(why);
+        return run_large(ctx, r, f, {8192, 8, KvOrder::nhd, ScaleSwizzle::v_only, DType::fp16, false, false, true});
+      });
     // The staged recipes also with 20 heads (160 items a token, which the grid's stride of SMs * 4096
     // threads does not divide on an H100's 132 SMs: a warp's row steps past a token's end), NHD, V
     // swizzled, FP16, K a qkv view, per-head scales (the loop without the lean terms); 8192 tokens,

@@ -152,7 +152,7 @@ TEST_CASE("cli: quant and dequant exchange .npy files and match the CPU twin") {
   fs::remove_all(dir);
 }
 
-TEST_CASE("cli: kvq bench rejects bad arguments before touching a GPU, and names --peers in its usage") {
+TEST_CASE("cli: kvq bench rejects bad arguments before touching a GPU, and names --peers and --swizzle in its usage") {
   const auto bench = [](const std::vector<std::string>& args) {
     std::ostringstream out, err;
     const int status = kvq::cli::bench_command(args, out, err);
@@ -166,4 +166,8 @@ TEST_CASE("cli: kvq bench rejects bad arguments before touching a GPU, and names
   CHECK(dtype.status == 2);
   CHECK(dtype.err.find("--dtype is bf16, fp16 or fp32, got 'int8'") != std::string::npos);
   CHECK(bench({"--recipes", "no-such-recipe"}).status == 2);
+  const Run swizzle = bench({"--swizzle", "k_and_v"});
+  CHECK(swizzle.status == 2);
+  CHECK(swizzle.err.find("--swizzle is none, v (V's scales) or kv (K's and V's), got 'k_and_v'") != std::string::npos);
+  CHECK(bench({"--swizzle"}).err.find("[--swizzle none|v|kv]") != std::string::npos);  // --swizzle needs its value
 }
