@@ -758,13 +758,13 @@ void register_gpu_properties() {
       return run_large(ctx, r, f,
                        {tokens, 8, KvOrder::hnd, ScaleSwizzle::k_and_v, DType::bf16, false, false, aligned_recipe(r, f)});
     });
-    // 4over6's aligned loop also in its NHD copy (the loop is compiled once an order), with V
-    // swizzled and FP16; 8192 tokens, 524,288 items.
+    // 4over6's aligned loop also over NHD rows with V's scales swizzled, FP16; 16384 tokens, 1M
+    // items (more than one grid covers on an H100's 132 SMs, so threads run several items).
     if (aligned_recipe(r, f))
       add_property("gpu", base + "/device-vs-cpu-twin-large-aligned-nhd", Device::cuda, [r, f](const RunContext& ctx) {
         std::string why;
         if (!kernels::device::available(&why)) return skipped(why);
-        return run_large(ctx, r, f, {8192, 8, KvOrder::nhd, ScaleSwizzle::v_only, DType::fp16, false, false, true});
+        return run_large(ctx, r, f, {16384, 8, KvOrder::nhd, ScaleSwizzle::v_only, DType::fp16, false, false, true});
       });
     // The staged recipes also with 20 heads (160 items a token, which the grid's stride of SMs * 4096
     // threads does not divide on an H100's 132 SMs: a warp's row steps past a token's end), NHD, V
