@@ -455,6 +455,11 @@ KVQ_HD inline BlockPlan plan_of(const Recipe& r, const GlobalTerms& t, float bma
 // No guard of the rule applies there (bmax > 0, and sf * g >= 2^-49 > 0 for every code but 0), and
 // every s2 is estimable (S in [2^-49, 2^49]). For other bmax (NaN included) the codes are whatever
 // the conversion gives, within the table's 128 entries.
+// Whether four_over_six_lean_plans may give a rule's plans: a g with its table, E2M1 elements that
+// multiply.
+KVQ_HD inline bool lean_plans_apply(const Recipe& r, const GlobalTerms& t) {
+  return t.lean && r.apply != Apply::divide && r.element == FormatId::e2m1;
+}
 KVQ_HD inline FourOverSixPlans four_over_six_lean_plans(const Recipe& r, const GlobalTerms& t, float bmax) {
   static_assert(kE4m3Codes == 128, "the codes index the table by their low seven bits");
   const float s6 = recipe_detail::clamped_scale(r, lean_scale(t, bmax, 6.0f));
@@ -470,7 +475,7 @@ KVQ_HD inline FourOverSixPlans four_over_six_lean_plans(const Recipe& r, const G
 // usual case (lean g with its table, a multiplying E2M1 rule, four_over_six_lean_plans fast) the
 // lean plans; else plan_of's plans, which may also divide or be zero.
 KVQ_HD inline FourOverSixPlans four_over_six_plans(const Recipe& r, const GlobalTerms& t, float bmax) {
-  if (t.lean && r.apply != Apply::divide && r.element == FormatId::e2m1) {
+  if (lean_plans_apply(r, t)) {
     const FourOverSixPlans p = four_over_six_lean_plans(r, t, bmax);
     if (p.fast) return p;
   }
@@ -512,9 +517,7 @@ KVQ_HD inline bool four_over_six_words(const Recipe& r, const GlobalTerms& t, co
 template <int kN>
 KVQ_HD inline bool four_over_six_usual(const Recipe& r, const GlobalTerms& t, const float* x, const std::uint32_t* signs,
                                        float bmax, std::uint32_t* words, std::uint8_t* scale) {
-  if (r.element != FormatId::e2m1 || r.element_rounding != Rounding::nearest_even || r.apply == Apply::divide ||
-      !t.lean)
-    return false;
+  if (r.element_rounding != Rounding::nearest_even || !lean_plans_apply(r, t)) return false;
   const FourOverSixPlans p = four_over_six_lean_plans(r, t, bmax);
   // |q| <= bmax * y for every element (rounding is monotonic; y > 0): usually about 6 and 4.
   if (!(p.fast && bmax * p.six.by < 7.0f && bmax * p.four.by <= 4.5f)) return false;
