@@ -176,11 +176,13 @@ int recipes_command(const Args& args, std::ostream& out, std::ostream& err) {
     err << "kvq recipes: takes no arguments\n";
     return 2;
   }
-  out << "recipe                   element  block  scales\n";
+  std::size_t width = 0;  // the name column: the longest name and two spaces
+  for (const NamedRecipe& r : kRecipes) width = std::max(width, r.name.size() + 2);
+  out << std::left << std::setw(static_cast<int>(width)) << "recipe" << "element  block  scales\n";
   for (const NamedRecipe& r : kRecipes) {
     const std::string block = r.recipe.scale == BlockScale::tensor_only ? "tensor" : std::to_string(r.recipe.block);
-    out << std::left << std::setw(25) << r.name << std::setw(9) << name_of(r.recipe.element) << std::setw(7) << block
-        << r.scales << "\n";
+    out << std::left << std::setw(static_cast<int>(width)) << r.name << std::setw(9) << name_of(r.recipe.element)
+        << std::setw(7) << block << r.scales << "\n";
   }
   out << "Block recipes take any block size (16 and 32 are tested); all scales are decode scales.\n";
   return 0;

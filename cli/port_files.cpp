@@ -115,11 +115,13 @@ std::string load_port(const PortFiles& files, LoadedPort* out) {
     ports::GlobalScale gs;
     const std::string convention = text_of(s->get("convention"));
     const std::string role = text_of(s->get("role"));
-    if (!convention.empty() && convention != "decode" && convention != "encode")
-      return "global_scale: \"convention\" is decode or encode, got '" + convention + "'";
+    if (!convention.empty() && convention != "decode" && convention != "encode" && convention != "amax")
+      return "global_scale: \"convention\" is decode, encode or amax, got '" + convention + "'";
     if (!role.empty() && role != "input" && role != "output")
       return "global_scale: \"role\" is input or output, got '" + role + "'";
-    gs.convention = convention == "encode" ? ports::ScaleConvention::encode : ports::ScaleConvention::decode;
+    gs.convention = convention == "encode" ? ports::ScaleConvention::encode
+                    : convention == "amax" ? ports::ScaleConvention::amax
+                                           : ports::ScaleConvention::decode;
     gs.is_output = role == "output";
     if (const std::string bits = text_of(s->get("bits")); !bits.empty()) {
       char* end = nullptr;
@@ -140,6 +142,7 @@ std::string load_port(const PortFiles& files, LoadedPort* out) {
     std::vector<float> values(static_cast<std::size_t>(t.array.count()));
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = kernels::load_value(type, t.array.bytes.data(), i);
     d.dequantized = std::move(values);
+    d.dequantized_type = type;
   }
   if (const Json* layout = m.get("layout")) {
     const std::string order = text_of(layout->get("nibble_order"));

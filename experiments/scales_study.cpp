@@ -22,7 +22,7 @@ struct ScaleVariant {
 Recipe named(std::string_view n) { return recipe_from_name(n)->recipe; }
 
 std::vector<ScaleVariant> variants() {
-  Recipe e4m3_256 = named("nvfp4"), four_over_six_448 = named("nvfp4-4over6"), nvfp4_rcp = named("nvfp4");
+  Recipe e4m3_256 = named("nvfp4"), four_over_six_448 = named("nvfp4-4over6-paper"), nvfp4_rcp = named("nvfp4");
   e4m3_256.tensor_divisor = 256.0f * 6.0f;
   four_over_six_448.tensor_divisor = 448.0f * 6.0f;
   nvfp4_rcp.apply = Apply::multiply_reciprocal;
@@ -30,7 +30,7 @@ std::vector<ScaleVariant> variants() {
       {"fp32-scale", std::nullopt, "", "FP32 bmax/6, not rounded"},
       {"e4m3-448", named("nvfp4"), "", "E4M3 RNE(bmax/6/g), g = amax/(448*6) (nvfp4)"},
       {"e4m3-256", e4m3_256, "e4m3-448", "E4M3 RNE(bmax/6/g), g = amax/(256*6)"},
-      {"4over6-256", named("nvfp4-4over6"), "e4m3-256", "bmax/6 or bmax/4, g = amax/(256*6) (nvfp4-4over6)"},
+      {"4over6-256", named("nvfp4-4over6-paper"), "e4m3-256", "bmax/6 or bmax/4, g = amax/(256*6) (nvfp4-4over6-paper)"},
       {"4over6-448", four_over_six_448, "e4m3-448", "bmax/6 or bmax/4, g = amax/(448*6)"},
       {"e8m0-floor", named("mxfp4-floor"), "", "E8M0 2^(floor(log2 bmax)-2) (OCP)"},
       {"e8m0-ceil", named("mxfp4-ceil"), "e8m0-floor", "E8M0 2^(ceil(log2 bmax)-2)"},

@@ -63,7 +63,8 @@ KVQ_HD inline NibbleScaling nibble_scaling(const Recipe& r, std::uint8_t scale_c
     const float sf = block_scale_value(r, scale_code);
     const float split = float_from_bits(static_cast<std::uint32_t>(kNibbleSplit + 127) << 23);
     const bool g_exact = fabsf(g) < 0x1p118f;  // 2^(128 - kNibbleSplit); first, so a kernel decides it once
-    const bool lean = g_exact & ((scale_code & 0x7Fu) != 0x7Fu);
+    // Encode and amax tensor parameters ((v * sf) / e, ((v * sf) * amax) / D) take the general code.
+    const bool lean = g_exact & ((scale_code & 0x7Fu) != 0x7Fu) & (r.tensor_param == TensorParam::decode);
     return {lean, sf * (unscale / split), g * split};
   }
   return {r.scale == BlockScale::e8m0_pow2 && scale_code != 0xFF, unscale, block_scale_value(r, scale_code)};

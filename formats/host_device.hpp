@@ -19,6 +19,15 @@
 #define KVQ_KERNEL_INLINE inline
 #endif
 
+// Out of line in device code: the engine-variant rules of formats/recipes.hpp, which only the
+// generic kernels run (fixed kernels fold them away); inlined into every generic instantiation,
+// they made nvcc take over ten minutes a file.
+#if defined(__CUDACC__)
+#define KVQ_VARIANT_NOINLINE __noinline__
+#else
+#define KVQ_VARIANT_NOINLINE
+#endif
+
 // Unroll the loop that follows in device code (a block's loops have compile-time trip counts
 // in the fixed-shape kernels; unrolled, the block's arrays live in registers, not local memory).
 #if defined(__CUDA_ARCH__)

@@ -533,7 +533,7 @@ KVQ_HD constexpr bool has_packed_fast_form(const Recipe& r) {
   const bool four_bit = r.element == FormatId::e2m1 || r.element == FormatId::int4;
   const bool rounding = r.element_rounding == Rounding::nearest_even ||
                         (r.element == FormatId::e2m1 && r.element_rounding == Rounding::nearest_away);
-  return four_bit && rounding && !r.element_input_bf16;
+  return four_bit && rounding && !is_engine_variant(r);
 }
 
 // Unpacked 4-bit codes (one a byte) to words, element 8w + k in bits 4k..4k+3 of word w.

@@ -11,6 +11,7 @@
 //   rounds to zero either way.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "formats/codec.hpp"
@@ -35,6 +36,48 @@ enum class TwoLevel : std::uint8_t {
   rcp_encode,     // vLLM: takes k_scale = g and passes enc = 1/g (IEEE, host). sf = enc * (bmax * rcp(emax));
                   // outS = guard ? rcp(sf8 * rcp(enc)) : 0; q = cvt(x * outS)
   four_over_six,  // reference, with a per-block choice of bmax/6 or bmax/4: the lower FP32 squared error wins
+                  // (the rule as the 4-over-6 paper states it, in decode-scale form)
+  // The four-over-six package's arithmetic (docs/recipes.md "nvfp4-4over6"): the tensor parameter is
+  // amax itself, enc = D/amax, s = (bmax/emax) * enc, dec = 1/enc, q = x * (1/(dec*sf)); a zero block
+  // scale writes +0 codes. The value of a code is ((v*sf)*amax)/D.
+  amax_encode,         // one candidate (the package's static_6 rule)
+  four_over_six_amax,  // amax_encode's s and s*1.5 (for bmax/4); the lower error sum((((f*sf)*amax)/D - x)^2),
+                       // summed by halves as torch's CUDA sum, wins; ties keep s (the package's mse rule)
+};
+
+// The FP32 divisions the recipe's code performs (docs/recipes.md "Engine arithmetic").
+enum class Division : std::uint8_t {
+  ieee,                 // every `/` correctly rounded (CUDA C++ without fast math)
+  full_approx,          // every `/` is Triton's default FP32 `/`, PTX div.full.f32 (formats/reciprocal.hpp)
+  constant_reciprocal,  // PyTorch on CUDA: a tensor divided by a Python number c is x * RN(1/c) (ATen's
+                        // div_true kernel multiplies by the reciprocal of a CPU scalar); a tensor by a
+                        // tensor is IEEE. The rule's constants: bmax / m, amax / D.
+};
+
+// What the rule's tensor parameter (tensor_scale, the `g` argument of quantize_block) is.
+enum class TensorParam : std::uint8_t {
+  decode,  // g = amax / D; a value is (v * sf) * g (kvq's reference, torchao, FlashInfer, vLLM, ModelOpt)
+  encode,  // e = D / amax, 1 where that is not finite (an all-zero tensor); a value is (v * sf) / e
+           // (compressed-tensors' global scale)
+  amax,    // amax itself; a value is ((v * sf) * amax) / D (the four-over-six package)
+};
+
+// How the reference two-level rule forms the block scale s from bmax, the element max m and the
+// tensor parameter.
+enum class ScaleForm : std::uint8_t {
+  ratio_then_tensor,  // (bmax / m) / g, or (bmax / m) * e for an encode parameter
+  over_product,       // bmax / (m * g): one division by the FP32 product (ModelOpt)
+};
+
+// How the scaled elements become codes.
+enum class ElementCast : std::uint8_t {
+  satfinite,       // CUDA cvt.rn.satfinite: overflow to +-max, NaN to 0x7F (E4M3) / +6 (E2M1)
+  satfinite_unsigned_zero,  // satfinite, but a +-0 value gives +0: the sign taken from v < 0 (ModelOpt,
+                            // compressed-tensors and SGLang's block-FP4 read it so)
+  nonsaturating,   // PyTorch eager .to(float8_e4m3fn) (the torch convention): beyond 464 NaN, sign kept
+  e2m1_by_rounding,  // the four-over-six package: |v| rounded on the E2M1 grid extended past 6 (steps of
+                     // 2: 7 -> 8), sign(x) times it, the code read from its BF16 bits; +-0 inputs give 0x0
+                     // and 8 gives 0x8, the code of -0 (docs/recipes.md "nvfp4-4over6")
 };
 
 enum class Pow2Rule : std::uint8_t {
@@ -76,7 +119,68 @@ struct Recipe {
   // named recipes keep the defaults, which the oracle models.
   int e8m0_bias = 127;              // the stored E8M0 byte = e + bias (125: an off-by-two port); decode reads 127
   bool element_input_bf16 = false;  // the scaled element input rounded to BF16 first (double rounding)
+  // How engines' code computes the rule (docs/recipes.md "Engine arithmetic"); named recipes set them
+  // where the code that defines the recipe does.
+  Division division = Division::ieee;
+  ElementCast element_cast = ElementCast::satfinite;
+  TensorParam tensor_param = TensorParam::decode;
+  ScaleForm scale_form = ScaleForm::ratio_then_tensor;
+  float clamp_min = 0x1p-6f;  // the lower bound of clamp_block_scale (torchao 2^-6, ModelOpt 2^-9)
+  // A zero block scale replaced by this (0: none), before the E4M3 cast (ModelOpt: s == 0 -> 1.0)
+  // or after it (compressed-tensors: sf == 0 -> 0.125, the E4M3 epsilon).
+  float zero_scale = 0.0f;
+  bool zero_scale_after_cast = false;
+  // Power-of-two exponents: from floor/ceil of log2 computed in FP32 and rounded to scale_dtype (the
+  // ratio and its floor rounded to scale_dtype too: eager PyTorch on a BF16/FP16 tensor), instead of
+  // the exact exponent of the ratio's bits.
+  bool exponent_by_log2 = false;
+  FormatId scale_dtype = FormatId::fp32;
+  bool ratio_floor_on_bmax = false;      // ceil_ratio, rceil: max(bmax, floor) / m instead of max(bmax / m, floor)
+  float tensor_scale_min = 0.0f;         // per-tensor recipes: g = max(g, this) (vLLM's per-token-head 1e-6)
+  bool pow2_min_normal_divisor = false;  // elements divided by max(2^e, 2^-126) (torchao MX)
 };
+
+// r with the port and engine variant fields at their defaults: what the kernels' fixed
+// configurations compute (dispatch sends every is_engine_variant recipe to the generic kernel).
+// Applied there as constants, it lets the compiler drop every variant branch from those kernels.
+KVQ_HD constexpr Recipe with_reference_arithmetic(Recipe r) {
+  const Recipe reference{};
+  r.e8m0_bias = reference.e8m0_bias;
+  r.element_input_bf16 = reference.element_input_bf16;
+  r.division = reference.division;
+  r.element_cast = reference.element_cast;
+  r.tensor_param = reference.tensor_param;
+  r.scale_form = reference.scale_form;
+  r.clamp_min = reference.clamp_min;
+  r.zero_scale = reference.zero_scale;
+  r.zero_scale_after_cast = reference.zero_scale_after_cast;
+  r.exponent_by_log2 = reference.exponent_by_log2;
+  r.scale_dtype = reference.scale_dtype;
+  r.ratio_floor_on_bmax = reference.ratio_floor_on_bmax;
+  r.pow2_min_normal_divisor = reference.pow2_min_normal_divisor;
+  r.tensor_scale_min = reference.tensor_scale_min;
+  return r;
+}
+
+// Whether the rule's tensor parameter is amax itself (the four-over-six package's recipes), not
+// the decode scale g = amax / tensor_divisor.
+KVQ_HD constexpr bool tensor_param_is_amax(const Recipe& r) {
+  return r.scale == BlockScale::e4m3_two_level &&
+         (r.tensor_param == TensorParam::amax || r.two_level == TwoLevel::amax_encode ||
+          r.two_level == TwoLevel::four_over_six_amax);  // the package's styles take amax whatever the field says
+}
+
+// Whether a recipe departs from the arithmetic the kernels' fixed configurations and fast forms
+// specialise (the port and engine variant fields): such recipes run quantize_block in every
+// kernel (the generic instantiation) and on the CPU.
+KVQ_HD constexpr bool is_engine_variant(const Recipe& r) {
+  return r.element_input_bf16 || r.e8m0_bias != 127 || r.division != Division::ieee ||
+         r.element_cast != ElementCast::satfinite || r.tensor_param != TensorParam::decode ||
+         r.scale_form != ScaleForm::ratio_then_tensor || r.clamp_min != 0x1p-6f || r.zero_scale != 0.0f ||
+         r.exponent_by_log2 || r.scale_dtype != FormatId::fp32 || r.ratio_floor_on_bmax || r.pow2_min_normal_divisor ||
+         r.tensor_scale_min != 0.0f ||
+         r.two_level == TwoLevel::amax_encode || r.two_level == TwoLevel::four_over_six_amax;
+}
 
 inline constexpr int kMaxRecipeBlock = 128;  // the largest block a recipe may use (MLA tiles)
 
@@ -92,7 +196,9 @@ KVQ_HD constexpr int element_emax(const Recipe& r) {
 // recipe's rounding (nearest_away = SGLang's ">= threshold" rule).
 KVQ_HD constexpr Conversion element_conversion(const Recipe& r) {
   const bool integer = r.element == FormatId::int4 || r.element == FormatId::int8;
-  Conversion c = convention_rule(ConventionId::cuda_satfinite, integer ? FormatId::e2m1 : r.element).conversion;
+  const ConventionId convention =
+      r.element_cast == ElementCast::nonsaturating ? ConventionId::torch : ConventionId::cuda_satfinite;
+  Conversion c = convention_rule(convention, integer ? FormatId::e2m1 : r.element).conversion;
   c.rounding = r.element_rounding;
   return c;
 }
@@ -102,8 +208,51 @@ KVQ_HD constexpr Conversion scale_conversion() {  // E4M3 block scales: cvt.rn.s
 
 // One element: the codec's conversion (element_conversion), through a fast path where one is
 // proven equal to it (formats/fast_paths.hpp).
+// The four-over-six package's E2M1 rounding (ElementCast::e2m1_by_rounding): the value f it keeps.
+// A NaN stays NaN, canonical (GPU arithmetic writes 0x7FFFFFFF, whose BF16 bits give code 0x3).
+// An infinite v is NaN too: the package multiplies each rounding by a 0/1 mask (inf * 0).
+KVQ_HD inline float e2m1_by_rounding_value(float v) {
+  if (v != v || v - v != 0.0f) return float_from_bits(0x7fc00000u);
+  const float a = float_from_bits(bits_of(v) & 0x7fffffffu);
+  float m = 0.0f;
+  if (a < 2.0f) {
+    m = rintf(2.0f * a) / 2.0f;  // rintf: half to even, as torch.round
+  } else if (a < 4.0f) {
+    m = rintf(a);
+  } else {
+    m = 2.0f * rintf(a / 2.0f);
+  }
+  const float sign = v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : 0.0f);  // torch.sign: 0 for +-0
+  return sign * m;
+}
+// Its code: s.ee.m read from f's BF16 bits (exponent - 126, the first mantissa bit; 0.5 is 0x1),
+// the exponent or-ed over the sign bit where f >= 8 (8 and 10 give 0x8). f < 128 here (|v| <= 9).
+KVQ_HD inline std::uint8_t e2m1_code_of_rounded(float f) {
+  const std::uint32_t b = bits_of(f);
+  const std::uint32_t sign = b >> 31, field = (b >> 23) & 0xFFu;
+  if ((b & 0x7fffffffu) == 0) return static_cast<std::uint8_t>(sign << 3);
+  const std::uint32_t e = field - 126, m = field == 126 ? 1u : (b >> 22) & 1u;
+  return static_cast<std::uint8_t>(((sign << 3) | (e << 1) | m) & 0xFu);
+}
+
+KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v);
+
+// The element casts other than satfinite (Recipe::element_cast), out of line on the device:
+// e2m1_by_rounding; satfinite with +-0 as +0; PyTorch's eager cast, where a NaN quotient is the
+// GPU's canonical +NaN (0x7F).
+KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t encode_element_variant(const Recipe& r, float v) {
+  if (r.element_cast == ElementCast::e2m1_by_rounding) return e2m1_code_of_rounded(e2m1_by_rounding_value(v));
+  if (r.element_cast == ElementCast::nonsaturating)
+    return static_cast<std::uint8_t>(
+        encode_float(format_of(r.element), element_conversion(r), v != v ? float_from_bits(0x7fc00000u) : v));
+  Recipe satfinite = r;  // satfinite_unsigned_zero
+  satfinite.element_cast = ElementCast::satfinite;
+  return encode_element(satfinite, v == 0.0f ? 0.0f : v);  // +-0 -> +0
+}
+
 KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v) {
   if (r.element_input_bf16) v = float_from_bits(static_cast<std::uint32_t>(bf16_rne_fast(v)) << 16);
+  if (r.element_cast != ElementCast::satfinite) return encode_element_variant(r, v);
   const bool nearest = r.element_rounding == Rounding::nearest_even || r.element_rounding == Rounding::nearest_away;
   if (r.element == FormatId::e2m1 && nearest) return e2m1_satfinite_fast(v, r.element_rounding == Rounding::nearest_away);
   if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even) return e4m3_satfinite_fast(v);
@@ -122,6 +271,25 @@ KVQ_HD inline float element_value(const Recipe& r, std::uint8_t code) {
 namespace recipe_detail {
 
 KVQ_HD inline bool is_nan(float x) { return x != x; }
+// a / b as the recipe's code divides (Recipe::division).
+KVQ_HD inline float divide(const Recipe& r, float a, float b) {
+  return r.division == Division::full_approx ? div_full(a, b) : a / b;
+}
+// a / c for a constant c of the rule (bmax / m, amax / D): PyTorch multiplies by RN(1/c).
+KVQ_HD inline float divide_by_constant(const Recipe& r, float a, float c) {
+  return r.division == Division::constant_reciprocal ? a * (1.0f / c) : divide(r, a, c);
+}
+// x rounded (RNE) to the type the rule's power-of-two ratio is computed in (Recipe::scale_dtype).
+KVQ_HD KVQ_VARIANT_NOINLINE inline float in_scale_dtype(const Recipe& r, float x) {
+  if (r.scale_dtype == FormatId::fp32) return x;
+  const Format f = format_of(r.scale_dtype);
+  return decode_float(f, encode_float(f, convention_rule(ConventionId::ieee, r.scale_dtype).conversion, x));
+}
+// log2(x) for x > 0 in FP32, then rounded to the scale dtype: eager PyTorch's log2 of an FP32, BF16
+// or FP16 tensor (CUDA log2f, correctly rounded where it matters: experiments/probes/log2_ceil.py).
+KVQ_HD KVQ_VARIANT_NOINLINE inline float log2_in_scale_dtype(const Recipe& r, float x) {
+  return in_scale_dtype(r, static_cast<float>(log2(static_cast<double>(x))));
+}
 KVQ_HD inline float magnitude(float x) { return float_from_bits(bits_of(x) & 0x7fffffffu); }
 
 // floor(log2 |x|) of a finite non-zero float, subnormals included.
@@ -137,15 +305,38 @@ KVQ_HD inline float pow2_float(int k) {
 }
 
 // The tensor decode scale of a two-level or tensor-only recipe.
-KVQ_HD inline float tensor_scale(const Recipe& r, float amax) { return amax / r.tensor_divisor; }
+// (The four-over-six package's recipes take amax itself: tensor_param_is_amax.)
+KVQ_HD inline float tensor_scale(const Recipe& r, float amax) {
+  if (tensor_param_is_amax(r)) return amax;
+  if (r.tensor_param == TensorParam::encode) {  // compressed-tensors: a non-finite D / amax becomes 1
+    // PyTorch's `D / tensor` is tensor.reciprocal() * D: RN(RN(1 / amax) * D) (Division::constant_reciprocal).
+    const float e = r.division == Division::constant_reciprocal ? (1.0f / amax) * r.tensor_divisor
+                                                                 : r.tensor_divisor / amax;
+    return e - e == 0.0f ? e : 1.0f;
+  }
+  const float g = recipe_detail::divide_by_constant(r, amax, r.tensor_divisor);
+  if (r.tensor_scale_min > 0.0f) return g > r.tensor_scale_min ? g : r.tensor_scale_min;  // fmaxf
+  return g;
+}
 
-// Block exponent e of a power-of-two rule (scale 2^e); bmax finite and > 0.
+// floor or ceil of log2(x), x >= 0: exact from the bits, or (Recipe::exponent_by_log2) of the
+// engine's rounded log2; x = 0 gives -127 (log2 0 = -inf, clamped).
+KVQ_HD inline int log2_exponent(const Recipe& r, float x, bool ceil) {
+  using namespace recipe_detail;
+  if (x == 0.0f) return -127;
+  if (!r.exponent_by_log2) return ceil ? ceil_log2(x) : floor_log2(x);
+  const float l = log2_in_scale_dtype(r, x);
+  const float e = ceil ? ceilf(l) : floorf(l);
+  return e < -127.0f ? -127 : (e > 128.0f ? 128 : static_cast<int>(e));
+}
+
+// Block exponent e of a power-of-two rule (scale 2^e); bmax finite and >= 0.
 KVQ_HD inline int pow2_exponent(const Recipe& r, float bmax) {
   using namespace recipe_detail;
   const int emax = element_emax(r);
   switch (r.pow2) {
-    case Pow2Rule::floor: return floor_log2(bmax) - emax;
-    case Pow2Rule::ceil: return ceil_log2(bmax) - emax;
+    case Pow2Rule::floor: return log2_exponent(r, bmax, false) - emax;
+    case Pow2Rule::ceil: return log2_exponent(r, bmax, true) - emax;
     case Pow2Rule::even: {
       const Format f = format_of(r.element);
       Unpacked u = unpack(kFP32, bits_of(bmax));
@@ -157,12 +348,16 @@ KVQ_HD inline int pow2_exponent(const Recipe& r, float bmax) {
       return u.exponent + (carries ? 1 : 0) - emax;
     }
     case Pow2Rule::rceil: {  // the product may underflow to 0: E8M0 round-up of 0 is 2^-127
-      const float ratio = bmax * (1.0f / element_max(r));
-      return ratio == 0.0f ? -127 : ceil_log2(ratio);
+      const float b = r.ratio_floor_on_bmax && !(bmax > r.ratio_floor) ? r.ratio_floor : bmax;
+      const float ratio = b * divide(r, 1.0f, element_max(r));
+      return log2_exponent(r, ratio, true);
     }
-    case Pow2Rule::ceil_ratio: {
-      const float ratio = bmax / element_max(r);
-      return ceil_log2(ratio > r.ratio_floor ? ratio : r.ratio_floor);
+    case Pow2Rule::ceil_ratio: {  // the floor on the ratio, or on bmax (vLLM's MODEL1 writer)
+      const float floor = in_scale_dtype(r, r.ratio_floor);
+      const float b = r.ratio_floor_on_bmax && !(bmax > floor) ? floor : bmax;
+      float ratio = in_scale_dtype(r, divide_by_constant(r, b, element_max(r)));
+      if (!r.ratio_floor_on_bmax && !(ratio > floor)) ratio = floor;
+      return log2_exponent(r, ratio, true);
     }
   }
   return 0;
@@ -172,31 +367,40 @@ namespace recipe_detail {
 
 // torchao's clamp of the block decode scale to [2^-6, 448] before its cast, where the recipe has it.
 KVQ_HD inline float clamped_scale(const Recipe& r, float s) {
-  return r.clamp_block_scale ? (s < 0x1p-6f ? 0x1p-6f : (s > 448.0f ? 448.0f : s)) : s;
+  return r.clamp_block_scale ? (s < r.clamp_min ? r.clamp_min : (s > 448.0f ? 448.0f : s)) : s;
 }
 
 // Elements of a two-level block: q = cvt(x / denominator) or cvt(x * factor); zero: cvt(x * 0).
 KVQ_HD inline void encode_two_level(const Recipe& r, const float* x, int n, bool zero, bool divide, float by,
                                     std::uint8_t* codes) {
   KVQ_UNROLL
-  for (int i = 0; i < n; ++i) codes[i] = encode_element(r, zero ? x[i] * 0.0f : (divide ? x[i] / by : x[i] * by));
+  for (int i = 0; i < n; ++i)
+    codes[i] = encode_element(r, zero ? x[i] * 0.0f : (divide ? recipe_detail::divide(r, x[i], by) : x[i] * by));
 }
 
 // The reference scale rule for the block decode scale (bmax/divisor)/g; codes filled, sf8 returned.
 KVQ_HD inline std::uint8_t two_level_reference(const Recipe& r, float g, const float* x, int n, float bmax,
                                                float divisor, std::uint8_t* codes) {
-  const float s = clamped_scale(r, (bmax / divisor) / g);
+  // (bmax / m) / g, bmax / (m * g), or (bmax / m) * e for an encode parameter (Recipe::scale_form).
+  const bool encode = r.tensor_param == TensorParam::encode;
+  const float ratio = divide_by_constant(r, bmax, divisor);
+  float s = r.scale_form == ScaleForm::over_product ? divide(r, bmax, divisor * g) : (encode ? ratio * g : divide(r, ratio, g));
+  if (r.zero_scale != 0.0f && !r.zero_scale_after_cast && s == 0.0f) s = r.zero_scale;  // ModelOpt: 1.0
+  s = clamped_scale(r, s);
   // The block-max guard also stores scale 0: an all-zero tensor (g = 0) would compute 0/0 and
   // store the NaN scale 0x7F, a bug seen in a shipped checkpoint.
   const bool zero_block =
       r.zero_guard != ZeroGuard::rounded_scale && r.zero_guard != ZeroGuard::none && bmax == 0.0f;
-  const std::uint8_t sf8 = zero_block ? std::uint8_t{0} : e4m3_satfinite_fast(s);  // scale_conversion()
+  std::uint8_t sf8 = zero_block ? std::uint8_t{0} : e4m3_satfinite_fast(s);  // scale_conversion()
+  if (r.zero_scale != 0.0f && r.zero_scale_after_cast && (sf8 & 0x7Fu) == 0)
+    sf8 = e4m3_satfinite_fast(r.zero_scale);  // compressed-tensors: 0.125
   const float sf = e4m3_value_fast(sf8);
-  const float denominator = sf * g;
+  const float denominator = encode ? divide(r, sf, g) : sf * g;
   const bool zero = zero_block || (r.zero_guard == ZeroGuard::rounded_scale && sf == 0.0f) ||
                     (r.zero_guard == ZeroGuard::block_and_scale && denominator == 0.0f);
-  const bool divide = r.apply == Apply::divide;
-  encode_two_level(r, x, n, zero, divide, divide ? denominator : (1.0f / g) / sf, codes);  // torchao: (1/g)/sf
+  const bool divides = r.apply == Apply::divide;
+  const float multiplier = encode ? divide(r, g, sf) : divide(r, divide(r, 1.0f, g), sf);  // torchao: (1/g)/sf
+  encode_two_level(r, x, n, zero, divides, divides ? denominator : multiplier, codes);
   return sf8;
 }
 
@@ -214,10 +418,76 @@ KVQ_HD inline float two_level_squared_error(const Recipe& r, float g, const floa
   return sum;
 }
 
+// One candidate of the four-over-six package's rules (TwoLevel::amax_encode): its scale code, each
+// element's rounded value f (values) and code. expand: the /4 candidate, s * 1.5.
+KVQ_HD inline std::uint8_t amax_encode_candidate(const Recipe& r, float amax, const float* x, int n, float bmax,
+                                                 bool expand, float* values, std::uint8_t* codes) {
+  std::uint8_t sf8 = 0;
+  if (amax != 0.0f) {  // amax == 0: every scale 0 (no 0/0)
+    const float enc = r.tensor_divisor / amax;
+    float s = (bmax / element_max(r)) * enc;
+    if (expand) s = s * 1.5f;
+    // The package's .to(float8_e4m3fn), which does not saturate: s <= 384 for finite enc, but a tiny
+    // amax overflows enc to inf, s to inf, and the scale to NaN (0x7F), as the package stores it.
+    if (s != s) s = float_from_bits(0x7fc00000u);  // the GPU's NaN (inf * 0) is +NaN: 0x7F
+    sf8 = static_cast<std::uint8_t>(encode_float(kE4M3FN, convention_rule(ConventionId::torch, FormatId::e4m3fn).conversion, s));
+  }
+  const float sf = e4m3_value_fast(sf8);
+  const float by = sf != 0.0f ? 1.0f / ((1.0f / (r.tensor_divisor / amax)) * sf) : 0.0f;
+  for (int i = 0; i < n; ++i) {  // out of line (quantize_two_level_amax): n is not a constant here
+    if (r.element_cast == ElementCast::e2m1_by_rounding) {
+      values[i] = sf != 0.0f ? e2m1_by_rounding_value(x[i] * by) : 0.0f;  // a zero scale writes +0
+      codes[i] = e2m1_code_of_rounded(values[i]);
+    } else {  // a cast (a variant): x * 0 keeps the sign
+      codes[i] = encode_element(r, x[i] * by);
+      values[i] = element_value(r, codes[i]);
+    }
+  }
+  return sf8;
+}
+
+// sum((((f * sf) * amax) / D - x)^2) over a block, the sum in torch's CUDA order for a contiguous
+// row (pairwise by halves: element i + element i + n/2, then the halves of those), measured for
+// n = 16 and 32 by experiments/probes/torch_sum_order.py (the package's blocks are 16) and assumed
+// for the other powers of two; other n in order.
+KVQ_HD inline float amax_squared_error(const Recipe& r, float amax, const float* x, int n, std::uint8_t sf8,
+                                       const float* values) {
+  const float sf = e4m3_value_fast(sf8);
+  float terms[kMaxRecipeBlock] = {};
+  for (int i = 0; i < n; ++i) {
+    const float d = ((values[i] * sf) * amax) / r.tensor_divisor - x[i];
+    terms[i] = d * d;
+  }
+  if (n & (n - 1)) {
+    float sum = 0.0f;
+    for (int i = 0; i < n; ++i) sum = sum + terms[i];
+    return sum;
+  }
+  for (int half = n / 2; half >= 1; half /= 2)
+    for (int i = 0; i < half; ++i) terms[i] = terms[i] + terms[i + half];
+  return terms[0];
+}
+
+// The four-over-six package's rules (TwoLevel::amax_encode, four_over_six_amax); g is amax.
+KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t quantize_two_level_amax(const Recipe& r, float g, const float* x, int n,
+                                                                      float bmax, std::uint8_t* codes) {
+  float six[kMaxRecipeBlock];
+  const std::uint8_t sf6 = amax_encode_candidate(r, g, x, n, bmax, false, six, codes);
+  if (r.two_level == TwoLevel::amax_encode) return sf6;
+  float four[kMaxRecipeBlock];
+  std::uint8_t four_codes[kMaxRecipeBlock];
+  const std::uint8_t sf4 = amax_encode_candidate(r, g, x, n, bmax, true, four, four_codes);
+  if (!(amax_squared_error(r, g, x, n, sf4, four) < amax_squared_error(r, g, x, n, sf6, six))) return sf6;
+  for (int i = 0; i < n; ++i) codes[i] = four_codes[i];
+  return sf4;
+}
+
 KVQ_HD inline std::uint8_t quantize_two_level(const Recipe& r, float g, const float* x, int n, float bmax,
                                               std::uint8_t* codes) {
   const float emax = element_max(r);
   switch (r.two_level) {
+    case TwoLevel::amax_encode:
+    case TwoLevel::four_over_six_amax: return quantize_two_level_amax(r, g, x, n, bmax, codes);
     case TwoLevel::reference: return two_level_reference(r, g, x, n, bmax, emax, codes);
     case TwoLevel::four_over_six: {
       const std::uint8_t sf6 = two_level_reference(r, g, x, n, bmax, emax, codes);
@@ -270,21 +540,23 @@ KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float*
         for (int i = 0; i < n; ++i) codes[i] = encode_element(r, float_from_bits(0x7fc00000u));
         return 0xFF;
       }
-      // A zero block: 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13, SGLang: 2^-33).
-      int e = bmax == 0.0f && r.pow2 != Pow2Rule::ceil_ratio ? -127 : pow2_exponent(r, bmax);
+      // A zero block: 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13, SGLang: 2^-33;
+      // vLLM's MODEL1 writer floors bmax).
+      int e = bmax == 0.0f && r.pow2 != Pow2Rule::ceil_ratio && !r.ratio_floor_on_bmax ? -127 : pow2_exponent(r, bmax);
       e = e < -127 ? -127 : (e > 127 ? 127 : e);
       // x * 2^-e is exact in FP32 except for FP32-subnormal products, which every element
       // format rounds to +-0 from the exact value too: the exact scaling, rounded once.
-      const float down = pow2_float(-e);
+      // (torchao divides by max(2^e, 2^-126): Recipe::pow2_min_normal_divisor.)
+      const float down = pow2_float(-(r.pow2_min_normal_divisor && e < -126 ? -126 : e));
       KVQ_UNROLL
       for (int i = 0; i < n; ++i) codes[i] = encode_element(r, x[i] * down);
       return static_cast<std::uint8_t>(e + r.e8m0_bias);
     }
     case BlockScale::tensor_only: {
-      const float reciprocal = 1.0f / g;
+      const float reciprocal = divide(r, 1.0f, g);
       KVQ_UNROLL
       for (int i = 0; i < n; ++i)
-        codes[i] = encode_element(r, g == 0.0f ? x[i] * 0.0f : (r.apply == Apply::divide ? x[i] / g : x[i] * reciprocal));
+        codes[i] = encode_element(r, g == 0.0f ? x[i] * 0.0f : (r.apply == Apply::divide ? divide(r, x[i], g) : x[i] * reciprocal));
       return 0;
     }
   }
@@ -350,6 +622,8 @@ KVQ_HD inline BlockPlan two_level_rcp_plan(const Recipe& r, float g, float bmax)
 // quantize_block). The two-level rules are written twice on purpose: quantize_block built on these
 // plans (tried in sessions 4 and 5) put the 8-bit kernels' arrays in local memory, and raised the
 // nvfp4-4over6 kernel from 72 to 96 registers through its fallback path.
+// Not for engine variants (is_engine_variant: their fields are quantize_block's alone; every caller
+// gates on it).
 KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool any_nan) {
   switch (r.scale) {
     case BlockScale::e4m3_two_level:
@@ -359,8 +633,9 @@ KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool an
     case BlockScale::e8m0_pow2: {
       const bool mx = r.pow2 != Pow2Rule::ceil_ratio;
       if ((mx && any_nan) || bmax > 3.4028235e38f) return {0xFF, ElementOp::nan, 0.0f};  // NaN or inf block
-      // A zero block: 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13, SGLang: 2^-33).
-      int e = bmax == 0.0f && r.pow2 != Pow2Rule::ceil_ratio ? -127 : pow2_exponent(r, bmax);
+      // A zero block: 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13, SGLang: 2^-33;
+      // vLLM's MODEL1 writer floors bmax).
+      int e = bmax == 0.0f && r.pow2 != Pow2Rule::ceil_ratio && !r.ratio_floor_on_bmax ? -127 : pow2_exponent(r, bmax);
       e = e < -127 ? -127 : (e > 127 ? 127 : e);
       // x * 2^-e is exact in FP32 except for FP32-subnormal products, which every element
       // format rounds to +-0 from the exact value too: the exact scaling, rounded once.
@@ -392,7 +667,11 @@ KVQ_HD inline float dequantize_scaled_element(const Recipe& r, float g, float sc
   const float v = element_value(r, code);
   float y = 0.0f;
   switch (r.scale) {
-    case BlockScale::e4m3_two_level: y = (v * scale) * g; break;
+    case BlockScale::e4m3_two_level:
+      y = tensor_param_is_amax(r)                     ? ((v * scale) * g) / r.tensor_divisor
+          : r.tensor_param == TensorParam::encode ? (v * scale) / g
+                                                  : (v * scale) * g;
+      break;
     case BlockScale::e8m0_pow2: y = v * scale; break;
     case BlockScale::tensor_only: y = v * g; break;
   }

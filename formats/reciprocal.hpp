@@ -67,4 +67,24 @@ KVQ_HD inline float reciprocal(Reciprocal kind, float x) {
   return kind == Reciprocal::approx_ftz ? rcp_approx_ftz(x) : 1.0f / x;
 }
 
+// PTX div.full.f32, what Triton's default FP32 `/` compiles to (docs/recipes.md "Engine arithmetic"):
+// on sm_90 it equals x * rcp.approx.ftz(y) rounded once (mul.rn, subnormal products kept) for every
+// |y| below 2^126, measured bit for bit over 2^22 random pairs in each exponent range
+// (experiments/probes/div_full.py). Larger |y|, whose reciprocal rcp.approx flushes, the
+// instruction scales first; the host model does the same by 2^-2, the case the probe checks.
+KVQ_HD inline float div_full_model(float x, float y) {
+  const std::uint32_t field = (bits_of(y) >> 23) & 0xFFu;
+  if (field >= 253 && field != 255) return (x * 0.25f) * rcp_approx_ftz(y * 0.25f);
+  return x * rcp_approx_ftz(y);
+}
+KVQ_HD inline float div_full(float x, float y) {
+#if defined(__CUDA_ARCH__)
+  float q;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(x), "f"(y));
+  return q;
+#else
+  return div_full_model(x, y);
+#endif
+}
+
 }  // namespace kvq

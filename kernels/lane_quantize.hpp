@@ -27,7 +27,7 @@ inline constexpr int kLaneSpan = 16;  // 32 bytes of BF16/FP16 input (64 of FP32
 // 32 from FP32 input with elements rounded half to even (the named MX recipes).
 KVQ_HD inline bool lane_split(const QuantizeShape& s, DType input) {
   const Recipe& r = s.recipe;
-  if (r.scale != BlockScale::e8m0_pow2 || r.element_input_bf16) return false;
+  if (r.scale != BlockScale::e8m0_pow2 || is_engine_variant(r)) return false;
   if (r.element == FormatId::e4m3fn && r.block == 128) return true;
   return r.block == 32 && input == DType::fp32 && r.element_rounding == Rounding::nearest_even;
 }

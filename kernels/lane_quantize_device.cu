@@ -16,6 +16,7 @@ __global__ void quantize_lanes_kernel(QuantizeShape shape, const void* x, float 
   constexpr int kLanes = kBlock / kLaneSpan;  // a block's lanes: aligned groups in a warp
   static_assert(32 % kLanes == 0);
   QuantizeShape s = shape;
+  s.recipe = with_reference_arithmetic(s.recipe);  // lane_split takes no variant: constants
   s.recipe.element = E;  // lane_split recipes as constants where the code branches on them
   s.recipe.scale = BlockScale::e8m0_pow2;
   s.recipe.block = kBlock;

@@ -28,8 +28,9 @@ struct PagedConfig {
   ZeroGuard guard = ZeroGuard::block_and_scale;
   bool clamp = false;
 };
-// nvfp4, nvfp4-torchao, nvfp4-flashinfer-kv, nvfp4-vllm, nvfp4-4over6, fp8-e4m3-tensor(-rcp)
-// (formats/recipe_names.hpp); all with nearest-even elements and the approx_ftz reciprocal.
+// nvfp4, the torchao form with IEEE division, nvfp4-flashinfer-kv, nvfp4-vllm, nvfp4-4over6-paper,
+// fp8-e4m3-tensor(-rcp) (formats/recipe_names.hpp); all with nearest-even elements and the approx_ftz
+// reciprocal. Engine variants (is_engine_variant) run the generic kernel.
 constexpr int kGeneric = -1;
 constexpr PagedConfig kFixed[] = {
     {FormatId::e2m1, Apply::divide},
@@ -45,7 +46,7 @@ constexpr int kFixedCount = sizeof(kFixed) / sizeof(kFixed[0]);
 // Whether fixed configuration c computes what the runtime recipe r computes in paged_store_item.
 inline bool matches(const PagedConfig& c, const Recipe& r) {
   if (c.element != r.element || c.apply != r.apply || r.element_rounding != Rounding::nearest_even ||
-      r.element_input_bf16)
+      is_engine_variant(r))
     return false;
   if (c.element == FormatId::e4m3fn) return true;  // tensor_only reads apply, the rounding, the BF16 input flag
   return c.style == r.two_level && c.guard == r.zero_guard && c.clamp == r.clamp_block_scale &&

@@ -366,7 +366,8 @@ KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType 
 template <int kN>
 KVQ_HD inline void encode_byte_words(const Recipe& r, const float* q, std::uint32_t* words) {
   static_assert(kN % 4 == 0);
-  if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even && !r.element_input_bf16) {
+  if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even && !r.element_input_bf16 &&
+      r.element_cast == ElementCast::satfinite) {
     KVQ_UNROLL
     for (int w = 0; w < kN / 4; ++w) words[w] = e4m3x4_satfinite_fast(q + 4 * w);
     return;

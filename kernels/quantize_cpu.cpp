@@ -29,7 +29,7 @@ std::string quantize_cpu(const QuantizeShape& s, DType input, const void* x, flo
                          std::uint8_t* scales) {
   if (auto e = validate(s); !e.empty()) return e;
   if (lane_split(s, input)) return quantize_lanes_cpu(s, input, x, g, codes, scales);  // as device::quantize
-  if (s.recipe.scale == BlockScale::tensor_only && !s.packed()) {  // spans of four (any span: the same codes)
+  if (s.recipe.scale == BlockScale::tensor_only && !s.packed() && !is_engine_variant(s.recipe)) {  // spans of four
     const BlockPlan p = plan_block(s.recipe, g, 0.0f, false);
     for (std::int64_t first = 0; first < s.rows * s.cols; first += 4) quantize_tensor_span<4>(s.recipe, p, input, x, first, codes);
     return {};

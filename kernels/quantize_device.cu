@@ -38,8 +38,8 @@ constexpr Config kFixed[] = {
     {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::rcp_decode},
     {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::rcp_encode},
     {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::four_over_six, Rounding::nearest_even, true,
-     Apply::multiply_reciprocal, ZeroGuard::block_and_scale, false},  // nvfp4-4over6
-    {FormatId::e2m1, BlockScale::e8m0_pow2, 16, TwoLevel::reference, Rounding::nearest_away},  // blockfp4-e8m0-ceil
+     Apply::multiply_reciprocal, ZeroGuard::block_and_scale, false},  // nvfp4-4over6-paper
+    {FormatId::e2m1, BlockScale::e8m0_pow2, 16, TwoLevel::reference, Rounding::nearest_away},  // block-FP4, bit exponents
 };
 template <int C>
 constexpr int kBlockOf = C == kGeneric ? 0 : kFixed[C].block;
@@ -54,8 +54,7 @@ __device__ inline QuantizeShape specialise(QuantizeShape s) {
     s.recipe.scale = kFixed[C].scale;
     if (kFixed[C].scale == BlockScale::e4m3_two_level) s.recipe.two_level = kFixed[C].two_level;
     s.recipe.element_rounding = kFixed[C].rounding;
-    s.recipe.element_input_bf16 = false;  // the port-variant fields at their defaults, as constants
-    s.recipe.e8m0_bias = 127;             // (dispatch sends other values to the generic kernel)
+    s.recipe = with_reference_arithmetic(s.recipe);  // the variant fields as constants
     if (kFixed[C].scale != BlockScale::tensor_only) s.recipe.block = kFixed[C].block;
     if (kFixed[C].pinned) {
       s.recipe.apply = kFixed[C].apply;
@@ -313,7 +312,7 @@ cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
   };
   const auto matches = [&](const Config& c) {
     return c.element == s.recipe.element && c.scale == s.recipe.scale && c.block == s.block() &&
-           c.rounding == s.recipe.element_rounding && !s.recipe.element_input_bf16 && s.recipe.e8m0_bias == 127 &&
+           c.rounding == s.recipe.element_rounding && !is_engine_variant(s.recipe) &&
            (c.scale != BlockScale::e4m3_two_level || c.two_level == s.recipe.two_level) &&
            (!c.pinned || (c.apply == s.recipe.apply && c.guard == s.recipe.zero_guard && c.clamp == s.recipe.clamp_block_scale));
   };

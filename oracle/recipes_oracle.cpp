@@ -1,6 +1,7 @@
 #include "oracle/recipes_oracle.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "formats/float_bits.hpp"
 #include "formats/reciprocal.hpp"
@@ -60,13 +61,47 @@ std::uint8_t encode_scaled(Format f, const Conversion& c, const Real& x, int shi
   return static_cast<std::uint8_t>(round_to_format(f, c, y));
 }
 
+Real recipe_divide(const Recipe& r, const Real& a, const Real& b);
+Real recipe_divide_constant(const Recipe& r, const Real& a, const Real& c);
+
+// x rounded to the recipe's scale dtype (RNE; FP32 values stay).
+Real in_scale_dtype(const Recipe& r, const Real& x) {
+  if (r.scale_dtype == FormatId::fp32) return x;
+  const Format f = format_of(r.scale_dtype);
+  const Conversion c{Rounding::nearest_even, Overflow::ieee, NanRule::payload_keep_sign};
+  return real_of(f, round_to_format(f, c, x));
+}
+
+// floor or ceil of log2(x), x >= 0 finite: exact, or (exponent_by_log2) of log2 rounded to FP32 and
+// then to the scale dtype. x = 2^k * m with m in [1, 2): log2 x = k + log2(m), where log2(m) (in (0, 1)
+// for m > 1, transcendental, so never on a rounding boundary) is taken in FP64 and added exactly.
+int log2_exponent_exact(const Recipe& r, const Real& x, bool ceil) {
+  if (x.kind == ValueKind::zero) return -127;
+  const int k = floor_log2(x.magnitude);
+  if (!r.exponent_by_log2) return ceil ? ceil_log2(x.magnitude) : k;
+  const Exact m = x.magnitude / power_of_two(k);
+  if (m == 1) return k;
+  const double t = std::log2(static_cast<double>(m));
+  Real l = finite_real(Exact(k) + Exact(t));
+  l = in_scale_dtype(r, fp32(l));
+  const Exact v = l.negative ? Exact(-l.magnitude) : l.magnitude;
+  using boost::multiprecision::numerator;
+  using boost::multiprecision::denominator;
+  const boost::multiprecision::cpp_int q = numerator(v) / denominator(v);  // toward zero
+  const bool whole = Exact(q) == v;
+  int e = static_cast<int>(q);
+  if (!whole && v > 0 && ceil) e += 1;
+  if (!whole && v < 0 && !ceil) e -= 1;
+  return std::clamp(e, -127, 128);
+}
+
 int pow2_exponent_exact(const Recipe& r, const Real& bmax) {
   const Format ef = format_of(r.element);
   const Exact max = *exact_value(ef, ef.max_finite_code());
   const int emax = floor_log2(max);
   switch (r.pow2) {
-    case Pow2Rule::floor: return floor_log2(bmax.magnitude) - emax;
-    case Pow2Rule::ceil: return ceil_log2(bmax.magnitude) - emax;
+    case Pow2Rule::floor: return log2_exponent_exact(r, bmax, false) - emax;
+    case Pow2Rule::ceil: return log2_exponent_exact(r, bmax, true) - emax;
     case Pow2Rule::even: {
       // Round to the element's mantissa width in a format with room for any FP32 exponent.
       const Format wide{11, ef.mantissa_bits, 1023, Specials::ieee, true, true};
@@ -74,14 +109,17 @@ int pow2_exponent_exact(const Recipe& r, const Real& bmax) {
       return floor_log2(*exact_value(wide, code)) - emax;
     }
     case Pow2Rule::rceil: {
-      const Real reciprocal = fp32_divide(of(1.0f), finite_real(max));
-      const Real ratio = fp32_multiply(bmax, reciprocal);
-      return ratio.kind == ValueKind::zero ? -127 : ceil_log2(ratio.magnitude);
+      const Real floor_value = of(r.ratio_floor);
+      const Real b = r.ratio_floor_on_bmax && !greater(bmax, floor_value) ? floor_value : bmax;
+      const Real reciprocal = recipe_divide(r, of(1.0f), finite_real(max));
+      return log2_exponent_exact(r, fp32_multiply(b, reciprocal), true);
     }
     case Pow2Rule::ceil_ratio: {
-      const Real ratio = fp32_divide(bmax, finite_real(max));
-      const Real floor_value = of(r.ratio_floor);
-      return ceil_log2(greater(ratio, floor_value) ? ratio.magnitude : floor_value.magnitude);
+      const Real floor_value = in_scale_dtype(r, of(r.ratio_floor));
+      const Real b = r.ratio_floor_on_bmax && !greater(bmax, floor_value) ? floor_value : bmax;
+      Real ratio = in_scale_dtype(r, recipe_divide_constant(r, b, finite_real(max)));
+      if (!r.ratio_floor_on_bmax && !greater(ratio, floor_value)) ratio = floor_value;
+      return log2_exponent_exact(r, ratio, true);
     }
   }
   return 0;
@@ -114,6 +152,52 @@ namespace {
 
 Real reciprocal_of(Reciprocal kind, const Real& x) {
   return kind == Reciprocal::approx_ftz ? rcp_approx_ftz(x) : fp32_divide(of(1.0f), x);
+}
+
+// a / b as the recipe's code divides: IEEE, or div.full.f32 = a * rcp.approx.ftz(b) rounded once
+// (b scaled by 2^-2 first at |b| >= 2^126, a too: formats/reciprocal.hpp div_full_model).
+Real recipe_divide_constant(const Recipe& r, const Real& a, const Real& c) {
+  if (r.division == Division::constant_reciprocal) return fp32_multiply(a, fp32_divide(of(1.0f), c));
+  return recipe_divide(r, a, c);
+}
+Real recipe_divide(const Recipe& r, const Real& a, const Real& b) {
+  if (r.division != Division::full_approx) return fp32_divide(a, b);
+  if (b.kind == ValueKind::finite && !(b.magnitude < power_of_two(126)))
+    return fp32_multiply(fp32_multiply(a, of(0.25f)), rcp_approx_ftz(fp32_multiply(b, of(0.25f))));
+  return fp32_multiply(a, rcp_approx_ftz(b));
+}
+
+// The element code: the recipe's conversion of y, or the four-over-six package's rounding
+// (ElementCast::e2m1_by_rounding: fake_value, then the code of its bits).
+Real fake_value(const Real& v) {
+  if (v.kind == ValueKind::nan || v.kind == ValueKind::infinity) return nan_real();  // inf * a 0 mask
+  if (v.kind == ValueKind::zero) return of(0.0f);  // torch.sign(+-0) = 0: +0
+  // |v| < 2: nearest multiple of 1/2; < 4: of 1; else of 2; ties to the even multiple.
+  const Exact a = v.magnitude;
+  const Exact step = a < 2 ? Exact(1, 2) : (a < 4 ? Exact(1) : Exact(2));
+  const Exact q = a / step;
+  const boost::multiprecision::cpp_int whole = boost::multiprecision::numerator(q) / boost::multiprecision::denominator(q);
+  const Exact frac = q - Exact(whole);
+  const bool up = frac > Exact(1, 2) || (frac == Exact(1, 2) && (whole % 2) != 0);
+  Real f = finite_real(Exact(whole + (up ? 1 : 0)) * step);
+  f.negative = v.negative;  // sign(v) * m: a negative v that rounds to 0 gives -0
+  return f;
+}
+std::uint8_t code_of_fake(const Real& f) {
+  const unsigned sign = f.negative ? 1u : 0u;
+  if (f.kind == ValueKind::nan) return 0x3;  // canonical NaN: exponent field 255 - 126, mantissa bit set
+  if (f.kind == ValueKind::infinity) return static_cast<std::uint8_t>((sign << 3) | 0x2);
+  if (f.kind == ValueKind::zero) return static_cast<std::uint8_t>(sign << 3);
+  const int e = floor_log2(f.magnitude);
+  const unsigned field = static_cast<unsigned>(e + 1);  // 0.5 -> 0, 1 -> 1, 8 -> 4
+  const unsigned m = e < 0 ? 1u : (f.magnitude / power_of_two(e) >= Exact(3, 2) ? 1u : 0u);
+  return static_cast<std::uint8_t>(((sign << 3) | (field << 1) | m) & 0xFu);
+}
+std::uint8_t element_code(const Recipe& r, const Real& y) {
+  if (r.element_cast == ElementCast::e2m1_by_rounding) return code_of_fake(fake_value(y));
+  if (r.element_cast == ElementCast::satfinite_unsigned_zero && y.kind == ValueKind::zero)
+    return static_cast<std::uint8_t>(round_to_format(format_of(r.element), element_conversion(r), of(0.0f)));
+  return static_cast<std::uint8_t>(round_to_format(format_of(r.element), element_conversion(r), y));
 }
 
 QuantizedBlock two_level_reference(const Recipe& r, const Real& g, const std::vector<Real>& x, const Real& bmax,
@@ -155,7 +239,16 @@ Real fp32_divide(const Real& a, const Real& b) {
 }
 
 float recipe_tensor_scale(const Recipe& r, float amax) {
-  return float_from_bits(fp32_bits(fp32_divide(of(amax), of(r.tensor_divisor))));
+  if (tensor_param_is_amax(r)) return amax;
+  if (r.tensor_param == TensorParam::encode) {
+    const Real e = r.division == Division::constant_reciprocal
+                       ? fp32_multiply(fp32_divide(of(1.0f), of(amax)), of(r.tensor_divisor))
+                       : fp32_divide(of(r.tensor_divisor), of(amax));
+    return e.kind == ValueKind::finite || e.kind == ValueKind::zero ? float_from_bits(fp32_bits(e)) : 1.0f;
+  }
+  const Real g = recipe_divide_constant(r, of(amax), of(r.tensor_divisor));
+  if (r.tensor_scale_min > 0.0f && !greater(g, of(r.tensor_scale_min))) return r.tensor_scale_min;
+  return float_from_bits(fp32_bits(g));
 }
 
 QuantizedBlock recipe_quantize_block(const Recipe& r, float g_value, const std::vector<float>& xs) {
@@ -184,19 +277,24 @@ QuantizedBlock recipe_quantize_block(const Recipe& r, float g_value, const std::
         out.scale = 0xFF;
         return out;
       }
-      int e = bmax.kind == ValueKind::zero && r.pow2 != Pow2Rule::ceil_ratio ? -127 : pow2_exponent_exact(r, bmax);
+      int e = bmax.kind == ValueKind::zero && r.pow2 != Pow2Rule::ceil_ratio && !r.ratio_floor_on_bmax
+                  ? -127
+                  : pow2_exponent_exact(r, bmax);
       e = std::clamp(e, -127, 127);
-      for (std::size_t i = 0; i < x.size(); ++i) out.codes[i] = encode_scaled(ef, ec, x[i], -e);
+      const int down = r.pow2_min_normal_divisor && e < -126 ? -126 : e;  // torchao: max(2^e, 2^-126)
+      for (std::size_t i = 0; i < x.size(); ++i)
+        out.codes[i] = r.element_cast == ElementCast::satfinite ? encode_scaled(ef, ec, x[i], -down)
+                                                                 : element_code(r, fp32_multiply(x[i], finite_real(power_of_two(-down))));
       out.scale = static_cast<std::uint8_t>(e + 127);
       return out;
     }
     case BlockScale::tensor_only: {
-      const Real reciprocal = fp32_divide(of(1.0f), g);
+      const Real reciprocal = recipe_divide(r, of(1.0f), g);
       for (std::size_t i = 0; i < x.size(); ++i) {
         const Real v = g.kind == ValueKind::zero ? fp32_multiply(x[i], of(0.0f))
-                                                 : (r.apply == Apply::divide ? fp32_divide(x[i], g)
+                                                 : (r.apply == Apply::divide ? recipe_divide(r, x[i], g)
                                                                              : fp32_multiply(x[i], reciprocal));
-        out.codes[i] = static_cast<std::uint8_t>(round_to_format(ef, ec, v));
+        out.codes[i] = element_code(r, v);
       }
       return out;
     }
@@ -233,28 +331,37 @@ namespace {
 QuantizedBlock encode_elements(const Recipe& r, const std::vector<Real>& x, bool zero, bool divide, const Real& by) {
   QuantizedBlock out;
   for (const Real& v : x) {
-    const Real y = zero ? fp32_multiply(v, of(0.0f)) : (divide ? fp32_divide(v, by) : fp32_multiply(v, by));
-    out.codes.push_back(static_cast<std::uint8_t>(round_to_format(format_of(r.element), element_conversion(r), y)));
+    const Real y = zero ? fp32_multiply(v, of(0.0f)) : (divide ? recipe_divide(r, v, by) : fp32_multiply(v, by));
+    out.codes.push_back(element_code(r, y));
   }
   return out;
 }
 
 QuantizedBlock two_level_reference(const Recipe& r, const Real& g, const std::vector<Real>& x, const Real& bmax,
                                    const Real& divisor) {
-  Real s = fp32_divide(fp32_divide(bmax, divisor), g);
+  const bool encode = r.tensor_param == TensorParam::encode;
+  const Real ratio = recipe_divide_constant(r, bmax, divisor);
+  Real s = r.scale_form == ScaleForm::over_product ? recipe_divide(r, bmax, fp32_multiply(divisor, g))
+           : encode                                 ? fp32_multiply(ratio, g)
+                                                    : recipe_divide(r, ratio, g);
+  if (r.zero_scale != 0.0f && !r.zero_scale_after_cast && s.kind == ValueKind::zero) s = of(r.zero_scale);
   if (r.clamp_block_scale && s.kind != ValueKind::nan) {
-    if (greater(of(0x1p-6f), s) || s.kind == ValueKind::zero) s = of(0x1p-6f);
+    if (greater(of(r.clamp_min), s) || s.kind == ValueKind::zero) s = of(r.clamp_min);
     if (greater(s, of(448.0f))) s = of(448.0f);
   }
-  const bool zero_block = r.zero_guard != ZeroGuard::rounded_scale && bmax.kind == ValueKind::zero;
-  const std::uint8_t sf8 = zero_block ? 0 : static_cast<std::uint8_t>(round_to_format(kE4M3FN, scale_conversion(), s));
+  const bool zero_block =
+      r.zero_guard != ZeroGuard::rounded_scale && r.zero_guard != ZeroGuard::none && bmax.kind == ValueKind::zero;
+  std::uint8_t sf8 = zero_block ? 0 : static_cast<std::uint8_t>(round_to_format(kE4M3FN, scale_conversion(), s));
+  if (r.zero_scale != 0.0f && r.zero_scale_after_cast && (sf8 & 0x7F) == 0)
+    sf8 = static_cast<std::uint8_t>(round_to_format(kE4M3FN, scale_conversion(), of(r.zero_scale)));
   const Real sf = real_of(kE4M3FN, sf8);
-  const Real denominator = fp32_multiply(sf, g);
+  const Real denominator = encode ? recipe_divide(r, sf, g) : fp32_multiply(sf, g);
   const bool zero = zero_block || (r.zero_guard == ZeroGuard::rounded_scale && sf.kind == ValueKind::zero) ||
                     (r.zero_guard == ZeroGuard::block_and_scale && denominator.kind == ValueKind::zero);
   const bool divide = r.apply == Apply::divide;
   QuantizedBlock out =
-      encode_elements(r, x, zero, divide, divide ? denominator : fp32_divide(fp32_divide(of(1.0f), g), sf));
+      encode_elements(r, x, zero, divide,
+                      divide ? denominator : (encode ? recipe_divide(r, g, sf) : recipe_divide(r, recipe_divide(r, of(1.0f), g), sf)));
   out.scale = sf8;
   return out;
 }
@@ -286,9 +393,70 @@ Real squared_error(const Recipe& r, const Real& g, const std::vector<Real>& x, c
   return sum;
 }
 
+// One candidate of the four-over-six package's rules (formats/recipes.hpp amax_encode_candidate),
+// with each element's rounded value f.
+struct AmaxCandidate {
+  QuantizedBlock block;
+  std::vector<Real> values;
+};
+AmaxCandidate amax_candidate(const Recipe& r, const Real& amax, const std::vector<Real>& x, const Real& bmax,
+                             bool expand) {
+  AmaxCandidate c;
+  const Real divisor = of(r.tensor_divisor);
+  std::uint8_t sf8 = 0;
+  if (amax.kind != ValueKind::zero) {
+    const Real enc = fp32_divide(divisor, amax);
+    Real s = fp32_multiply(fp32_divide(bmax, of(element_max(r))), enc);
+    if (expand) s = fp32_multiply(s, of(1.5f));
+    sf8 = static_cast<std::uint8_t>(round_to_format(kE4M3FN, convention_rule(ConventionId::torch, FormatId::e4m3fn).conversion, s));
+  }
+  const Real sf = real_of(kE4M3FN, sf8);
+  const bool zero = sf.kind == ValueKind::zero;
+  const Real by = zero ? of(0.0f) : fp32_divide(of(1.0f), fp32_multiply(fp32_divide(of(1.0f), fp32_divide(divisor, amax)), sf));
+  for (const Real& v : x) {
+    if (r.element_cast == ElementCast::e2m1_by_rounding) {
+      const Real f = zero ? of(0.0f) : fake_value(fp32_multiply(v, by));
+      c.values.push_back(f);
+      c.block.codes.push_back(code_of_fake(f));
+    } else {  // a cast (a variant): x * 0 keeps the sign
+      const std::uint8_t code = element_code(r, fp32_multiply(v, by));
+      c.values.push_back(real_of(format_of(r.element), code));
+      c.block.codes.push_back(code);
+    }
+  }
+  c.block.scale = sf8;
+  return c;
+}
+// sum((((f * sf) * amax) / D - x)^2), summed by halves (torch's CUDA order).
+Real amax_error(const Recipe& r, const Real& amax, const std::vector<Real>& x, const AmaxCandidate& c) {
+  const Real sf = real_of(kE4M3FN, c.block.scale);
+  std::vector<Real> terms;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const Real dq = fp32_divide(fp32_multiply(fp32_multiply(c.values[i], sf), amax), of(r.tensor_divisor));
+    const Real d = fp32_subtract(dq, x[i]);
+    terms.push_back(fp32_multiply(d, d));
+  }
+  const std::size_t n = terms.size();
+  if (n == 0 || (n & (n - 1))) {  // not a power of two: in order
+    Real sum = of(0.0f);
+    for (const Real& t : terms) sum = fp32_add(sum, t);
+    return sum;
+  }
+  for (std::size_t half = n / 2; half >= 1; half /= 2)
+    for (std::size_t i = 0; i < half; ++i) terms[i] = fp32_add(terms[i], terms[i + half]);
+  return terms[0];
+}
+
 QuantizedBlock two_level(const Recipe& r, const Real& g, const std::vector<Real>& x, const Real& bmax) {
   const Real emax = of(element_max(r));
   switch (r.two_level) {
+    case TwoLevel::amax_encode: return amax_candidate(r, g, x, bmax, false).block;
+    case TwoLevel::four_over_six_amax: {
+      const AmaxCandidate six = amax_candidate(r, g, x, bmax, false), four = amax_candidate(r, g, x, bmax, true);
+      const Real e6 = amax_error(r, g, x, six), e4 = amax_error(r, g, x, four);
+      const bool nan = e6.kind == ValueKind::nan || e4.kind == ValueKind::nan;
+      return !nan && greater(e6, e4) ? four.block : six.block;
+    }
     case TwoLevel::reference: return two_level_reference(r, g, x, bmax, emax);
     case TwoLevel::four_over_six: {
       const QuantizedBlock six = two_level_reference(r, g, x, bmax, emax);
@@ -320,8 +488,12 @@ std::uint32_t recipe_dequantize_raw(const Recipe& r, float g, std::uint8_t scale
   const Format ef = format_of(r.element);
   const Real v = real_of(ef, code);
   switch (r.scale) {
-    case BlockScale::e4m3_two_level:
-      return fp32_bits(fp32_multiply(fp32_multiply(v, real_of(kE4M3FN, scale)), of(g)));
+    case BlockScale::e4m3_two_level: {
+      const Real vs = fp32_multiply(v, real_of(kE4M3FN, scale));
+      if (r.tensor_param == TensorParam::encode) return fp32_bits(fp32_divide(vs, of(g)));
+      const Real y = fp32_multiply(vs, of(g));
+      return fp32_bits(tensor_param_is_amax(r) ? fp32_divide(y, of(r.tensor_divisor)) : y);
+    }
     case BlockScale::e8m0_pow2: {
       if (scale == 0xFF) return 0x7fc00000u;
       Real y = v;

@@ -229,8 +229,8 @@ void add_block_property(const std::string& name, Recipe r, int n, BlockCheck che
 void register_packed_quantize_properties() {
   for (const int n : {16, 32}) {
     const std::string block = "/block" + std::to_string(n);
-    add_block_property("packed/nvfp4-4over6" + block + "/error-estimate-within-bound",
-                       recipe_from_name("nvfp4-4over6")->recipe, n, check_error_estimate<16>, check_error_estimate<32>);
+    add_block_property("packed/nvfp4-4over6-paper" + block + "/error-estimate-within-bound",
+                       recipe_from_name("nvfp4-4over6-paper")->recipe, n, check_error_estimate<16>, check_error_estimate<32>);
     for (const NamedRecipe& named : kRecipes)
       if (named.recipe.scale != BlockScale::tensor_only && format_of(named.recipe.element).bits() == 4)
         add_block_property("packed/" + std::string(named.name) + block + "/equals-quantize-block", named.recipe, n,

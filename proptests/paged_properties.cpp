@@ -291,7 +291,7 @@ constexpr StoreRecipe kStoreRecipes[] = {{"fp8-e4m3-tensor", PagedFormat::fp8},
                                          {"nvfp4-flashinfer-kv", PagedFormat::nvfp4},
                                          {"nvfp4-vllm", PagedFormat::nvfp4},
                                          {"nvfp4-torchao", PagedFormat::nvfp4},  // each fixed kernel instantiation
-                                         {"nvfp4-4over6", PagedFormat::nvfp4}};
+                                         {"nvfp4-4over6-paper", PagedFormat::nvfp4}};
 
 RunContext with_cases(const RunContext& ctx, int divisor) {
   RunContext fewer = ctx;
@@ -414,7 +414,7 @@ void register_layout_properties() {
   // alignment test), every chunk's input starts on 16 bytes from a 16-byte aligned tensor, and its
   // 8 bytes of codes on 8 bytes from an 8-byte aligned cache, in every block, row and order.
   add_property("paged", "layout/aligned-shape-aligns-every-chunk", Device::cpu, [](const RunContext& ctx) {
-    const auto problems = gen_problem(recipe_from_name("nvfp4-4over6")->recipe, PagedFormat::nvfp4, kCpuLimits);
+    const auto problems = gen_problem(recipe_from_name("nvfp4-4over6-paper")->recipe, PagedFormat::nvfp4, kCpuLimits);
     return check_random(with_cases(ctx, 4), [&] {
       const kernels::PagedStoreShape s = (*problems).shape;
       const bool aligned = kernels::aligned_shape(s);

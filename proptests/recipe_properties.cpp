@@ -150,7 +150,8 @@ void register_recipe_properties() {
       Recipe r = named.recipe;
       if (size) r.block = size;
       const std::string base = std::string(named.name) + (size ? "/block" + std::to_string(size) : "");
-      const bool four_over_six = r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six;
+      const bool four_over_six = r.scale == BlockScale::e4m3_two_level &&
+                                 (r.two_level == TwoLevel::four_over_six || r.two_level == TwoLevel::four_over_six_amax);
       const bool pow2 = r.scale == BlockScale::e8m0_pow2;
 
       add_property("recipes", base + "/model-vs-oracle", Device::cpu, [r](const RunContext& ctx) {
@@ -201,7 +202,16 @@ void register_recipe_properties() {
           RC_ASSERT(qf.scales == q.scales);
           RC_ASSERT(qr.scales == q.scales);
           for (std::size_t i = 0; i < q.codes.size(); ++i) {
-            RC_ASSERT(recipe_hex(qf.codes[i]) == recipe_hex(static_cast<std::uint8_t>(q.codes[i] ^ sign)));
+            // The four-over-six package writes +0 (0x0) where the scaled value is +-0 (a zero input, a
+            // zero block scale, a product that underflows), and 0x8 for both 8 and -8 (the value wraps
+            // over the sign bit); a rounded -0 / +0 pair stays 0x8 / 0x0. ElementCast::satfinite_unsigned_zero
+            // writes +0 for a +-0 value too.
+            const bool by_rounding = r.element_cast == ElementCast::e2m1_by_rounding;
+            const bool unsigned_zero_cast = by_rounding || r.element_cast == ElementCast::satfinite_unsigned_zero;
+            const bool unsigned_zero = unsigned_zero_cast && q.codes[i] == qf.codes[i] &&
+                                       (q.codes[i] == 0x0 || (by_rounding && q.codes[i] == 0x8));
+            RC_ASSERT(recipe_hex(qf.codes[i]) ==
+                      recipe_hex(unsigned_zero ? q.codes[i] : static_cast<std::uint8_t>(q.codes[i] ^ sign)));
             const std::size_t b = i / n * n, j = b + (n - 1 - (i - b));
             RC_ASSERT(recipe_hex(qr.codes[j]) == recipe_hex(q.codes[i]));
           }
@@ -224,14 +234,17 @@ void register_recipe_properties() {
           for (float& v : scaled) v = std::ldexp(v, k);
           const float amax = amax_of(t.values);
           RC_PRE(amax > 0x1p-80f);
-          if (r.pow2 == Pow2Rule::ceil_ratio && pow2) {  // max(bmax/max, floor) pins e below the floor
+          const bool floored = pow2 && (r.pow2 == Pow2Rule::ceil_ratio || r.ratio_floor_on_bmax);
+          if (floored) {  // max(bmax/max, floor) or max(bmax, floor) pins e below the floor
             const int n = block_of(r);
-            const float emax = element_max(r);
+            const float emax = r.ratio_floor_on_bmax ? 1.0f : element_max(r);
             for (std::size_t b = 0; b < t.values.size(); b += n) {
               const float bmax = amax_of({t.values.begin() + b, t.values.begin() + b + n});
               RC_PRE(bmax == 0.0f || (bmax / emax > r.ratio_floor && std::ldexp(bmax, k) / emax > r.ratio_floor));
             }
           }
+          if (r.tensor_scale_min > 0.0f)  // max(amax / D, floor) likewise
+            RC_PRE(amax / r.tensor_divisor > r.tensor_scale_min && std::ldexp(amax, k) / r.tensor_divisor > r.tensor_scale_min);
           const Quantized q = quantize_model(r, t.values), qs = quantize_model(r, scaled);
           RC_ASSERT(qs.codes == q.codes);
           for (std::size_t b = 0; b < q.scales.size(); ++b) {
@@ -239,7 +252,7 @@ void register_recipe_properties() {
               RC_ASSERT(recipe_hex(qs.scales[b]) == recipe_hex(q.scales[b]));
             } else if (q.scales[b] != 0 && q.scales[b] != 0xFF) {  // an all-zero block keeps 2^-127
               const std::size_t n = static_cast<std::size_t>(block_of(r));  // or its ratio floor's scale
-              const bool floor_zero = r.pow2 == Pow2Rule::ceil_ratio &&
+              const bool floor_zero = floored &&
                                       amax_of({t.values.begin() + b * n, t.values.begin() + (b + 1) * n}) == 0.0f;
               RC_ASSERT(static_cast<int>(qs.scales[b]) == static_cast<int>(q.scales[b]) + (floor_zero ? 0 : k));
             }
@@ -270,9 +283,17 @@ void register_recipe_properties() {
             oracle::Exact d = pow2 ? oracle::power_of_two(static_cast<int>(scale) - 127) : oracle::Exact(0);
             if (!pow2) {
               const std::uint8_t sf8 = r.scale == BlockScale::tensor_only ? 0x38 : scale;  // E4M3 0x38 = 1.0
-              d = *oracle::exact_value(kE4M3FN, sf8 & 0x7F) * oracle::real_of_float(q.g).magnitude;
+              // The tensor parameter's factor in a value: g, 1/e (encode), amax/D (amax itself).
+              const oracle::Exact param = oracle::real_of_float(q.g).magnitude;
+              if (param == 0) continue;
+              const oracle::Exact factor = r.tensor_param == TensorParam::encode ? 1 / param
+                                           : tensor_param_is_amax(r)             ? param / oracle::Exact(r.tensor_divisor)
+                                                                                 : param;
+              d = *oracle::exact_value(kE4M3FN, sf8 & 0x7F) * factor;
               if (d < oracle::power_of_two(-120)) continue;
             }
+            // The four-over-six package stores a value rounded to 8 as 0x8 (-0): documented, no bound.
+            if (r.element_cast == ElementCast::e2m1_by_rounding && q.codes[i] == 0x8) continue;
             const auto nb = oracle::neighbours_by_table(ef, x.magnitude / d);
             if (nb.hi_beyond_max) continue;  // saturated: the clip is the recipe's, not rounding error
             const oracle::Real dq = oracle::real_of_float(dequantize_element(r, q.g, scale, q.codes[i]));

@@ -147,28 +147,53 @@ std::uint8_t port_code(const PortData& d, const Recipe& r, NibbleOrder order, st
   return high ? byte >> 4 : byte & 0x0F;
 }
 
+namespace {
+// The convention a stored global scale is read in (identify may flip decode <-> encode).
+ScaleConvention read_convention(const GlobalScale& gs, const Interpretation& how) {
+  if (gs.convention == ScaleConvention::amax || !how.scale_convention_flipped) return gs.convention;
+  return gs.convention == ScaleConvention::decode ? ScaleConvention::encode : ScaleConvention::decode;
+}
+// The recipe's tensor parameter (tensor_scale: g, e for an encode parameter, amax for the
+// four-over-six package's rules) from a global scale v stored in convention c.
+float param_from(const Recipe& r, ScaleConvention c, float v) {
+  if (c == ScaleConvention::amax) return tensor_scale(r, v);  // the recipe's own rule from amax
+  const bool amax_form = tensor_param_is_amax(r), encode_form = r.tensor_param == TensorParam::encode;
+  if (c == ScaleConvention::decode) return amax_form ? v * r.tensor_divisor : (encode_form ? 1.0f / v : v);
+  return amax_form ? r.tensor_divisor / v : (encode_form ? v : 1.0f / v);  // encode
+}
+// The global scale a port following recipe r stores in convention c, from the tensor's amax;
+// alternative: the other way an encode scale may be computed (1/(amax/D) or D/amax).
+struct StoredScale {
+  float value, alternative;
+};
+StoredScale stored_scale(const Recipe& r, ScaleConvention c, float amax) {
+  const float param = tensor_scale(r, amax);
+  if (c == ScaleConvention::amax) return {amax, amax};
+  const bool amax_form = tensor_param_is_amax(r), encode_form = r.tensor_param == TensorParam::encode;
+  const float decode = amax_form ? amax / r.tensor_divisor : (encode_form ? 1.0f / param : param);
+  if (c == ScaleConvention::decode) return {decode, decode};
+  return {encode_form ? param : 1.0f / decode, r.tensor_divisor / amax};
+}
+}  // namespace
+
 float model_tensor_scale(const PortData& d, const Interpretation& how) {
-  if (d.global_scale && !d.global_scale->is_output) {
-    const bool decode = (d.global_scale->convention == ScaleConvention::decode) != how.scale_convention_flipped;
-    return decode ? d.global_scale->value : 1.0f / d.global_scale->value;
-  }
+  if (d.global_scale && !d.global_scale->is_output)
+    return param_from(how.recipe, read_convention(*d.global_scale, how), d.global_scale->value);
   return tensor_scale(how.recipe, d.amax());
 }
 
 Comparison compare(const PortData& d, const Interpretation& how, std::size_t keep, bool errors) {
   const Recipe& r = how.recipe;
   Comparison c;
-  const float model_g = tensor_scale(r, d.amax());
   c.g = model_tensor_scale(d, how);
   if (d.global_scale && d.global_scale->is_output && r.scale != BlockScale::e8m0_pow2) {
     const float port = d.global_scale->value;
     c.global_scale_checked = true;
-    const bool decode = (d.global_scale->convention == ScaleConvention::decode) != how.scale_convention_flipped;
-    c.expected_global_scale = decode ? model_g : 1.0f / model_g;
-    // An encode scale may be computed either way: 1/(amax/divisor) or divisor/amax.
-    c.global_scale_matches = bits_of(port) == bits_of(c.expected_global_scale) ||
-                             (!decode && bits_of(port) == bits_of(r.tensor_divisor / d.amax()));
-    c.g = decode ? port : 1.0f / port;  // the codes are compared under the port's own scale
+    const ScaleConvention conv = read_convention(*d.global_scale, how);
+    const StoredScale expected = stored_scale(r, conv, d.amax());
+    c.expected_global_scale = expected.value;
+    c.global_scale_matches = bits_of(port) == bits_of(expected.value) || bits_of(port) == bits_of(expected.alternative);
+    c.g = param_from(r, conv, port);  // the codes are compared under the port's own scale
   }
   const int n = block_of(r);
   const bool blocked = r.scale != BlockScale::tensor_only;
@@ -199,6 +224,11 @@ Comparison compare(const PortData& d, const Interpretation& how, std::size_t kee
         const std::uint8_t got = port_code(d, r, how.nibbles, k);
         ++c.codes;
         const float got_value = dequantize_element(r, c.g, got_scale, got);
+        // A BF16/FP16 dequantize is compared with the model's FP32 value rounded once (RNE) to that
+        // dtype, as kvq's own dequantize kernels write it (docs/ports.md).
+        std::uint32_t rounded = 0;
+        kernels::store_value(d.dequantized_type, &rounded, 0, got_value);
+        const float got_in_port_dtype = kernels::load_value(d.dequantized_type, &rounded, 0);
         if (got != expected[i]) {
           ++c.code_mismatches;
           if (c.first_codes.size() < keep)
@@ -208,10 +238,10 @@ Comparison compare(const PortData& d, const Interpretation& how, std::size_t kee
         if (d.dequantized) {
           ++c.dequantized_checked;
           const float port = (*d.dequantized)[k];
-          if (bits_of(port) != bits_of(got_value) && !(std::isnan(port) && std::isnan(got_value))) {
+          if (bits_of(port) != bits_of(got_in_port_dtype) && !(std::isnan(port) && std::isnan(got_in_port_dtype))) {
             ++c.dequantized_mismatches;
             if (c.first_dequantized.size() < keep)
-              c.first_dequantized.push_back({row, b * n + i, got, got_scale, got_value, port});
+              c.first_dequantized.push_back({row, b * n + i, got, got_scale, got_in_port_dtype, port});
           }
         }
         if (errors) {

@@ -19,7 +19,9 @@ const char* two_level_words(TwoLevel t) {
     case TwoLevel::reference: return "scales as the reference (bmax/6)/g and x / (sf*g)";
     case TwoLevel::rcp_decode: return "scales as FlashInfer KV (rcp of the decode scale)";
     case TwoLevel::rcp_encode: return "scales as vLLM (the encode scale 1/g)";
-    case TwoLevel::four_over_six: return "scales 4-over-6";
+    case TwoLevel::four_over_six: return "scales 4-over-6 (the paper's decode form)";
+    case TwoLevel::amax_encode: return "scales as the four-over-six package (amax, enc = D/amax)";
+    case TwoLevel::four_over_six_amax: return "scales 4-over-6 as the four-over-six package";
   }
   return "";
 }
@@ -39,6 +41,24 @@ const char* pow2_words(Pow2Rule p) {
     case Pow2Rule::even: return "E8M0 exponent by round-to-even then floor";
     case Pow2Rule::rceil: return "E8M0 exponent by ceil(log2(bmax * (1/max)))";
     case Pow2Rule::ceil_ratio: return "E8M0 exponent by ceil(log2(max(bmax/max, floor)))";
+  }
+  return "";
+}
+
+const char* division_words(Division v) {
+  switch (v) {
+    case Division::ieee: return "divides in IEEE";
+    case Division::full_approx: return "divides as Triton's `/` (div.full.f32, not IEEE)";
+    case Division::constant_reciprocal: return "divides by a constant as PyTorch on CUDA (x * RN(1/c))";
+  }
+  return "";
+}
+const char* cast_words(ElementCast v) {
+  switch (v) {
+    case ElementCast::satfinite: return "elements cast satfinite (CUDA cvt)";
+    case ElementCast::satfinite_unsigned_zero: return "elements cast satfinite with +-0 as +0 (sign from v < 0)";
+    case ElementCast::nonsaturating: return "elements cast without saturation (PyTorch eager: NaN past 464)";
+    case ElementCast::e2m1_by_rounding: return "elements rounded on the E2M1 grid unsaturated, +-0 as 0x0 (four-over-six package)";
   }
   return "";
 }
@@ -95,6 +115,26 @@ std::vector<Edit> edits_for(const Recipe& base, const PortData& d) {
       if (p != base.pow2) e.push_back({9, pow2_words(p), [=](Interpretation& h) { h.recipe.pow2 = p; }});
     for (const int bias : {125, 126, 128, 129})
       e.push_back({10, "E8M0 bias " + std::to_string(bias) + " instead of 127", [=](Interpretation& h) { h.recipe.e8m0_bias = bias; }});
+  }
+  for (const Division v : {Division::ieee, Division::full_approx, Division::constant_reciprocal})
+    if (v != base.division)
+      e.push_back({14, division_words(v), [=](Interpretation& h) { h.recipe.division = v; }});
+  if (base.element == FormatId::e4m3fn || base.element == FormatId::e2m1) {
+    const ElementCast unsaturated = base.element == FormatId::e4m3fn ? ElementCast::nonsaturating : ElementCast::e2m1_by_rounding;
+    for (const ElementCast v : {ElementCast::satfinite, ElementCast::satfinite_unsigned_zero, unsaturated})
+      if (v != base.element_cast)
+        e.push_back({15, cast_words(v), [=](Interpretation& h) { h.recipe.element_cast = v; }});
+  }
+  if (pow2) {
+    e.push_back({16, base.exponent_by_log2 ? "exponents from the bits" : "exponents from the FP32 log2 (rounded, then ceil/floor)",
+                 [=](Interpretation& h) { h.recipe.exponent_by_log2 = !base.exponent_by_log2; }});
+    if (d.input != DType::fp32)  // eager PyTorch on a 16-bit tensor rounds the ratio and its log2 to it
+      e.push_back({17, "the scale's ratio and log2 rounded to the input dtype (eager PyTorch)", [=](Interpretation& h) {
+                     h.recipe.scale_dtype = d.input == DType::bf16 ? FormatId::bf16 : FormatId::fp16;
+                     h.recipe.exponent_by_log2 = true;
+                   }});
+    e.push_back({18, base.pow2_min_normal_divisor ? "elements scaled by 2^-e exactly" : "elements divided by max(2^e, 2^-126) (torchao)",
+                 [=](Interpretation& h) { h.recipe.pow2_min_normal_divisor = !base.pow2_min_normal_divisor; }});
   }
   if (format_of(base.element).bits() == 4 && static_cast<std::int64_t>(d.codes.size()) * 2 == d.rows * d.cols)
     e.push_back({11, "element 2i in the high nibble", [](Interpretation& h) {

@@ -56,8 +56,8 @@ def dump(inputs_dir, outputs_dir, x, codes, recipe=None, block_scales=None, glob
          global_scale_convention="decode", global_scale_role="input", dequantized=None,
          nibble_order="low_first", block=None):
     """Writes x (inputs_dir), the outputs and manifest.json (outputs_dir); returns the manifest."""
-    if global_scale_convention not in ("decode", "encode"):
-        raise ValueError("global_scale_convention is 'decode' or 'encode'")
+    if global_scale_convention not in ("decode", "encode", "amax"):
+        raise ValueError("global_scale_convention is 'decode', 'encode' or 'amax'")
     if global_scale_role not in ("input", "output"):
         raise ValueError("global_scale_role is 'input' or 'output'")
     if nibble_order not in ("low_first", "high_first"):

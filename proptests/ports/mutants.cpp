@@ -44,6 +44,31 @@ std::vector<Mutant> build() {
                        [](Mutant& m) { m.bugs.decode = DecodeBug::nan_as_number; }));
   all.push_back(mutant("fp8-tensor-nan-decoded-as-480", "NaN decoded as +-480", "fp8-e4m3-tensor",
                        [](Mutant& m) { m.bugs.decode = DecodeBug::nan_as_number; }));
+  // Engine arithmetic (docs/recipes.md "Engine arithmetic"): each dimension a port can get wrong.
+  all.push_back(mutant("fp8-tensor-triton-division", "Triton's approximate `/` (div.full.f32) for an IEEE division",
+                       "fp8-e4m3-tensor", [](Mutant& m) { m.quantize_recipe.division = Division::full_approx; }));
+  all.push_back(mutant("nvfp4-triton-division", "Triton's approximate `/` (div.full.f32) for an IEEE division", "nvfp4",
+                       [](Mutant& m) { m.quantize_recipe.division = Division::full_approx; }));
+  all.push_back(mutant("fp8-tensor-nonsaturating-cast", "overflow to NaN (PyTorch eager cast) instead of saturating",
+                       "fp8-e4m3-tensor", [](Mutant& m) { m.quantize_recipe.element_cast = ElementCast::nonsaturating; }));
+  all.push_back(mutant("nvfp4-4over6-decode-form", "4-over-6 in the paper's decode form, not the package's arithmetic",
+                       "nvfp4-4over6", [](Mutant& m) { m.quantize_recipe = named("nvfp4-4over6-paper"); }));
+  all.push_back(mutant("nvfp4-torchao-ieee-division-by-6", "bmax / 6 divided in IEEE where PyTorch multiplies by RN(1/6)",
+                       "nvfp4-torchao", [](Mutant& m) { m.quantize_recipe.division = Division::ieee; }));
+  all.push_back(mutant("nvfp4-modelopt-ratio-then-tensor", "the scale as (bmax/6)/g where ModelOpt divides by 6*g",
+                       "nvfp4-modelopt", [](Mutant& m) { m.quantize_recipe.scale_form = ScaleForm::ratio_then_tensor; }));
+  all.push_back(mutant("nvfp4-modelopt-signed-zero", "-0 kept as 0x8 where the port writes +0", "nvfp4-modelopt",
+                       [](Mutant& m) { m.quantize_recipe.element_cast = ElementCast::satfinite; }));
+  all.push_back(mutant("nvfp4-compressed-tensors-zero-scale", "a zero block scale stored as 0 where the port stores 0.125",
+                       "nvfp4-compressed-tensors", [](Mutant& m) { m.quantize_recipe.zero_scale = 0.0f; }));
+  all.push_back(mutant("blockfp4-exponent-from-bits", "E8M0 exponent from the bits where the port takes ceil of the FP32 log2",
+                       "blockfp4-e8m0-ceil", [](Mutant& m) { m.quantize_recipe.exponent_by_log2 = false; }));
+  all.push_back(mutant("mla-model1-floor-on-ratio", "the 1e-4 floor on bmax/448 where the port floors bmax",
+                       "mla-model1-tile64", [](Mutant& m) { m.quantize_recipe.ratio_floor_on_bmax = false; }));
+  all.push_back(mutant("mxfp8-min-normal-divisor", "elements divided by max(2^e, 2^-126) (torchao) at scale byte 0",
+                       "mxfp8-e4m3-floor", [](Mutant& m) { m.quantize_recipe.pow2_min_normal_divisor = true; }));
+  all.push_back(mutant("nvfp4-4over6-saturating-elements", "signed zero kept and E2M1 saturated where the package writes +0 and 8",
+                       "nvfp4-4over6", [](Mutant& m) { m.quantize_recipe.element_cast = ElementCast::satfinite; }));
   return all;
 }
 

@@ -14,7 +14,9 @@ namespace kvq::ports {
 using kernels::DType;
 
 enum class NibbleOrder : std::uint8_t { low_first, high_first };  // element 2i in the low (kvq) or high nibble
-enum class ScaleConvention : std::uint8_t { decode, encode };       // the stored global scale is g or 1/g
+// The stored global scale is g, 1/g, or amax itself (the four-over-six package stores amax and
+// derives its scales from it: formats/recipes.hpp tensor_param_is_amax).
+enum class ScaleConvention : std::uint8_t { decode, encode, amax };
 // Where the scale of (row, block) sits in block_scales (REFERENCE.md section 5).
 enum class ScaleLayout : std::uint8_t {
   row_major,      // row * S + block (S = scales per row)
@@ -37,6 +39,7 @@ struct PortData {
   bool has_scales = false;
   std::optional<GlobalScale> global_scale;
   std::optional<std::vector<float>> dequantized;  // the port's dequantize of its own codes, FP32
+  DType dequantized_type = DType::fp32;           // the dtype the port wrote them in
   NibbleOrder nibbles = NibbleOrder::low_first;
   ScaleLayout scale_layout = ScaleLayout::row_major;
   int block = 0;  // from the manifest; 0: the recipe's

@@ -100,16 +100,68 @@ rc::Gen<Tensor> gen_tensor(const Recipe& r, int kind) {
   });
 }
 
+// A tensor of 1-2 rows of 1-3 blocks of recipe r, its values zero (drawn inside a generator).
+Tensor small_block_tensor(const Recipe& r) {
+  Tensor t;
+  t.shape.recipe = r;
+  t.shape.rows = *rc::gen::inRange(1, 3);
+  t.shape.cols = static_cast<std::int64_t>(*rc::gen::inRange(1, 4)) * t.shape.block();
+  return t;
+}
+
+// Scale-boundary tensors: each block's max puts its scale at, or a few FP32 ulps around, a rounding
+// boundary of the scale rule: for E4M3 block scales (bmax / emax) / g at an E4M3 midpoint (where
+// x / 6 vs x * RN(1/6), bmax / (6*g) vs (bmax/6)/g part ways); for power-of-two scales bmax / emax
+// just above 2^j over a wide range of j (where ceil of a rounded log2 misses) and tiny blocks whose
+// exponent clamps at -127. The first element fixes amax (and so g) at 2688 * 2^k times a power of two
+// or a random mantissa (the association of bmax / (6 * g) matters only where g is not a power of two).
+rc::Gen<Tensor> gen_scale_boundaries(const Recipe& r) {
+  return rc::gen::exec([r] {
+    Tensor t = small_block_tensor(r);
+    const int n = t.shape.block();
+    const std::uint32_t seed = *rc::gen::arbitrary<std::uint32_t>();
+    const int k = *rc::gen::inRange(-8, 8);
+    const float emax = element_max(r);
+    t.x.assign(static_cast<std::size_t>(t.shape.rows * t.shape.cols), 0.0f);
+    const std::int64_t blocks = t.shape.rows * t.shape.cols / n;
+    t.x[0] = std::ldexp(2688.0f, k) * ((seed >> 3) & 1 ? 1.0f + static_cast<float>(mix32(seed) & 0x7fffff) * 0x1p-24f : 1.0f);
+    const float g = tensor_scale(r, amax_of(t.x));
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const std::uint32_t h = mix32(seed + static_cast<std::uint32_t>(b) * 0x9E3779B9u);
+      float bmax = 0.0f;
+      if (r.scale == BlockScale::e4m3_two_level) {  // an E4M3 midpoint in [2^-9, 448) as the scale
+        const int e = static_cast<int>(h % 17) - 9;
+        const float mid = std::ldexp(1.0f + static_cast<float>(2 * ((h >> 8) % 8) + 1) / 16.0f, e);
+        // The decode-equivalent tensor scale: g, 1/e (encode), amax/D (amax itself).
+        const float decode = tensor_param_is_amax(r) ? amax_of(t.x) / r.tensor_divisor
+                             : r.tensor_param == TensorParam::encode ? 1.0f / g : g;
+        bmax = mid * emax * decode;
+      } else if ((h >> 5) % 4 == 0) {  // a tiny block: the exponent clamps at -127
+        bmax = std::ldexp(1.0f + static_cast<float>(h >> 12 & 0xff) / 256.0f, -120 - static_cast<int>(h % 6));
+      } else {  // bmax / emax just above 2^j
+        bmax = std::ldexp(emax, static_cast<int>(h % 200) - 100);
+      }
+      bmax = nudge(bmax, static_cast<int>((h >> 20) % 5) - 1);
+      if (!(std::isfinite(bmax) && bmax > 0.0f && bmax < t.x[0])) continue;
+      float* block = &t.x[b * n];
+      const int first = b == 0 ? 1 : 0;
+      block[first] = bmax;
+      for (int i = first + 1; i < n; ++i) {
+        const std::uint32_t v = mix32(h ^ static_cast<std::uint32_t>(i) * 0x27d4eb2fu);
+        block[i] = bmax * static_cast<float>(v & 0xffff) / 65536.0f * ((v >> 16) & 1 ? -1.0f : 1.0f);
+      }
+    }
+    return t;
+  });
+}
+
 // Near-tie tensors: each block gets its bmax first, then values within a few FP32 ulps of
 // (element midpoint) * (the block's decode scale): where x/D and x*(1/D), BF16 intermediates and
 // tie rules part ways.
 rc::Gen<Tensor> gen_near_ties(const Recipe& r) {
   return rc::gen::exec([r] {
-    Tensor t;
-    t.shape.recipe = r;
+    Tensor t = small_block_tensor(r);
     const int n = t.shape.block();
-    t.shape.rows = *rc::gen::inRange(1, 3);
-    t.shape.cols = static_cast<std::int64_t>(*rc::gen::inRange(1, 4)) * n;
     const std::vector<float> mids = element_midpoints(r);
     const std::uint32_t seed = *rc::gen::arbitrary<std::uint32_t>();
     const int k = *rc::gen::inRange(-8, 8);
@@ -235,7 +287,9 @@ rc::Gen<Bytes> gen_bytes(const Recipe& r, bool workspace) {
 }
 
 props::Outcome quantize_property(const props::RunContext& ctx, const PortKernel& k, int kind) {
-  const auto tensors = kind == 1 ? gen_near_ties(k.recipe) : gen_tensor(k.recipe, kind);
+  const auto tensors = kind == 1   ? gen_near_ties(k.recipe)
+                       : kind == 3 ? gen_scale_boundaries(k.recipe)
+                                   : gen_tensor(k.recipe, kind);
   return props::check_random(ctx, [&] { check_quantize(k, *tensors); });
 }
 
@@ -308,6 +362,8 @@ const std::vector<PortProperty>& port_properties() {
        [](const props::RunContext& c, const PortKernel& k) { return quantize_property(c, k, 1); }},
       {"zero-blocks-vs-model", "zero blocks (+-0) and all-zero tensors == the model (scale and codes)",
        [](const props::RunContext& c, const PortKernel& k) { return quantize_property(c, k, 2); }},
+      {"scale-boundaries-vs-model", "block maxima at and a few ulps around the scale rule's rounding boundaries == the model",
+       [](const props::RunContext& c, const PortKernel& k) { return quantize_property(c, k, 3); }},
       {"static-scale-saturation-vs-model", "a tensor scale 2-16x too small (a stale calibration): saturated codes and scales == the model",
        [](const props::RunContext& c, const PortKernel& k) { return saturation_property(c, k); }},
       {"dequantize-vs-model", "FP32 values of arbitrary code and scale bytes (NaN scales included) == the model",
