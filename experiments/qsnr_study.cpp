@@ -1,5 +1,5 @@
 // `kvq study qsnr`: quantization error of every recipe x block size x distribution on the same
-// seeded samples (REFERENCE.md section 8 definitions): pooled QSNR, MSE, max |error|, clipping,
+// seeded samples (docs/studies.md definitions): pooled QSNR, MSE, max |error|, clipping,
 // block crest factors. The sums are qsnr_partials.hpp's, on the CPU or (--device cuda) the GPU.
 #include <algorithm>
 #include <array>

@@ -1,5 +1,5 @@
 // Named conventions: how each real library converts FP32 into each small format
-// (REFERENCE.md section 3). A convention is data: one Conversion per format.
+// (docs/formats.md). A convention is data: one Conversion per format.
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Scale recipes as data, and one block quantizer that runs every recipe with the
-// FP32 arithmetic a kernel does (REFERENCE.md section 4). Host and device.
+// FP32 arithmetic a kernel does (docs/recipes.md). Host and device.
 //
 // Conventions, stated once:
 // - Every scale is a DECODE scale: value = element * block scale (* tensor scale).

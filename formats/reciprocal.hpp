@@ -1,5 +1,5 @@
 // 1/x as kernels compute it: IEEE (correctly rounded), or PTX rcp.approx.ftz.f32, which the
-// FlashInfer and vLLM NVFP4 quantizers use (REFERENCE.md section 4).
+// FlashInfer and vLLM NVFP4 quantizers use (docs/recipes.md).
 //
 // rcp.approx.ftz.f32 is not correctly rounded: on sm_90, 1,108,522 of the 2^23 mantissas of
 // [1, 2) (13.2%) give the other neighbour of the exact reciprocal (never further than that).

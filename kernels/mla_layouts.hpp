@@ -1,4 +1,4 @@
-// MLA (DeepSeek) KV-cache layouts as data (REFERENCE.md section 5), and the geometry of the
+// MLA (DeepSeek) KV-cache layouts as data (docs/layouts.md), and the geometry of the
 // vLLM NVFP4 page that the prefill workspace kernel reads. Host and device.
 //
 // A layout is an ordered list of segments per token; every byte offset is a prefix sum of the
@@ -107,7 +107,7 @@ struct MlaLayout {
   }
 };
 
-// The four layouts of REFERENCE.md section 5 (one KV head, head_dim 576 = 512 nope + 64 rope;
+// The four layouts of docs/layouts.md (one KV head, head_dim 576 = 512 nope + 64 rope;
 // MODEL1: 448 + 64). Built by a function so that device code gets them as values.
 KVQ_HD constexpr MlaLayout mla_layout(MlaLayoutId id) {
   switch (id) {

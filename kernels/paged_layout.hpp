@@ -1,4 +1,4 @@
-// Paged KV-cache layouts (REFERENCE.md section 5): every byte offset of an FP8 cache pair and of
+// Paged KV-cache layouts (docs/paged.md): every byte offset of an FP8 cache pair and of
 // the NVFP4 packed page, computed in one place for the kernels, their CPU twins and the tests.
 //
 // FP8 (vLLM flash layout): two caches, key_cache and value_cache, one E4M3 byte per element,

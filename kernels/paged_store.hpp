@@ -1,4 +1,4 @@
-// Paged store ("reshape and cache", REFERENCE.md S3): K/V tokens [T, heads, D] are quantized and
+// Paged store ("reshape and cache", docs/paged.md): K/V tokens [T, heads, D] are quantized and
 // written at slot_mapping[t] of a paged cache (kernels/paged_layout.hpp). Validation, the
 // per-chunk work shared by the CPU twin and the kernel, and the entry points. Contract:
 // docs/paged.md.

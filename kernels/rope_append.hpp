@@ -1,4 +1,4 @@
-// Fused RoPE + FP8 E4M3 quantize + paged KV append (system S4 of REFERENCE.md, FlashInfer's
+// Fused RoPE + FP8 E4M3 quantize + paged KV append (docs/rope.md; FlashInfer's
 // paged-append semantics), and the unfused pair that must equal it byte for byte: RoPE + quantize
 // into contiguous FP8 buffers, then a byte copy of K/V into the paged cache. Contract: docs/rope.md.
 //

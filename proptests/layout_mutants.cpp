@@ -1,4 +1,4 @@
-// The layout bug classes of REFERENCE.md section 7 as mutants: swizzle applied on the wrong side,
+// The layout bug classes seen in public kernels as mutants: swizzle applied on the wrong side,
 // padding slot written, per-tensor scale dropped in a layout conversion. Each is kvq's own kernel
 // (the CPU twin in suite `mutants`, the CUDA launcher in suite `gpu`, mutants/<name>/device) given
 // one wrong parameter; the ordinary paged / MLA property of that kernel must catch it.
@@ -16,7 +16,7 @@ using kernels::ScaleSwizzle;
 
 struct LayoutMutant {
   const char* name;
-  const char* bug_class;  // REFERENCE.md section 7
+  const char* bug_class;  // a bug seen in public kernels
   const char* claims;     // what the kernel says it does
   const char* property;   // the ordinary property run against it
   std::function<Outcome(const RunContext&, bool device)> run;

@@ -1,6 +1,6 @@
 // MLA KV-cache layouts and kernels (suite "mla", CPU) and their GPU kernels against the CPU
 // twins byte for byte (suite "gpu", mla/...). Contracts: docs/layouts.md. Expected values come
-// from REFERENCE.md's numbers and from the oracle (exact rationals), never from the kernels.
+// from docs/layouts.md's numbers and from the oracle (exact rationals), never from the kernels.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -136,7 +136,7 @@ Outcome check_fraction(const RunContext& ctx, int divisor, Body&& body) {
 void register_requant_properties() {
   for (const KScale mode : {KScale::fold, KScale::drop}) {
     const std::string base = std::string("requant-576-to-656/") + kernels::name_of(mode);
-    // Every byte against REFERENCE.md and the oracle: nope copied, scales, rope rounded once.
+    // Every byte against docs/layouts.md and the oracle: nope copied, scales, rope rounded once.
     add_property("mla", base + "/cpu-twin-vs-oracle", Device::cpu,
                  [mode](const RunContext& ctx) { return mla_requant_vs_oracle(ctx, mode, mode, false); });
   }

@@ -493,7 +493,7 @@ void register_layout_properties() {
       }
     });
   });
-  // Offsets worked out by hand from REFERENCE.md section 5 (D 64: full_dim 36, S 4; block_size
+  // Offsets worked out by hand from docs/paged.md (D 64: full_dim 36, S 4; block_size
   // 16, heads 2: side 1152 bytes, block 2304, K scales at 1024 of a block, V data at 1152).
   add_property("paged", "layout/pinned-offsets", Device::cpu, [](const RunContext& ctx) {
     Tally tally;

@@ -260,7 +260,7 @@ TEST_CASE("ports-cli: block scales in the 128x4 swizzle are read by the manifest
   const Run r = run(kvq::cli::verify_command, args);
   CHECK(r.status == 0);
   CHECK(r.out.find("block 16, scales swizzle_128x4") != std::string::npos);
-  // The FlashInfer formula at a few points (REFERENCE.md section 5): (m, k) -> offset.
+  // The FlashInfer formula at a few points (docs/ports.md, swizzle_128x4): (m, k) -> offset.
   CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 0, 0) == 0);
   CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 1, 0) == 16);
   CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 32, 1) == 5);
