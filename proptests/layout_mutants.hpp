@@ -1,5 +1,5 @@
 // Hooks that let the layout mutants (proptests/layout_mutants.cpp: swizzle on the wrong side, padding
-// slot written, per-tensor scale dropped in a layout conversion; REFERENCE.md section 7) run the
+// slot written, per-tensor scale dropped in a layout conversion; the bug classes seen in public kernels) run the
 // ordinary paged and MLA properties: the property builds its input and its expected bytes as always,
 // and only the kernel call sees the mutant's changed parameter.
 #pragma once

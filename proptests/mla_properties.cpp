@@ -556,7 +556,7 @@ void register_workspace_properties() {
 // Layout offsets and validation.
 
 void register_layout_properties() {
-  // Offsets derived from the descriptions == REFERENCE.md section 5's numbers.
+  // Offsets derived from the descriptions == docs/layouts.md's numbers.
   add_property("mla", "layouts/offsets-match-reference", Device::cpu, [](const RunContext& ctx) {
     Tally tally;
     const auto expect = [&](bool ok, const std::string& what) { ok ? tally.pass() : tally.fail(what); };

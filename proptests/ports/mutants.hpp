@@ -1,5 +1,5 @@
 // A catalogue of deliberately broken kernels, one or more per recipe-level bug class of
-// REFERENCE.md section 7, built only for tests: each is kvq's CPU twin run with a changed Recipe
+// the bug classes seen in public kernels (docs/ports.md), built only for tests: each is kvq's CPU twin run with a changed Recipe
 // (data, formats/recipes.hpp) or a changed layout/decode step. `kvq check --mutants` (suite
 // `mutants`) runs the port properties against each one; every mutant must be caught.
 #pragma once
@@ -14,7 +14,7 @@ namespace kvq::ports {
 
 struct Mutant {
   std::string_view name;
-  std::string_view bug_class;  // REFERENCE.md section 7, in its words
+  std::string_view bug_class;  // the bug class it plants
   std::string_view base;       // the named recipe the mutant claims to implement
   Recipe quantize_recipe;      // what its quantize kernel runs
   Recipe dequantize_recipe;    // what its dequantize kernel runs

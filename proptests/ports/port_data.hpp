@@ -17,7 +17,7 @@ enum class NibbleOrder : std::uint8_t { low_first, high_first };  // element 2i 
 // The stored global scale is g, 1/g, or amax itself (the four-over-six package stores amax and
 // derives its scales from it: formats/recipes.hpp tensor_param_is_amax).
 enum class ScaleConvention : std::uint8_t { decode, encode, amax };
-// Where the scale of (row, block) sits in block_scales (REFERENCE.md section 5).
+// Where the scale of (row, block) sits in block_scales (docs/ports.md).
 enum class ScaleLayout : std::uint8_t {
   row_major,      // row * S + block (S = scales per row)
   token_group4,   // vLLM NVFP4 cache: (row/4)*4*S + 4*block + row%4 (rows a multiple of 4)

@@ -1,7 +1,7 @@
 // An example plug-in (proptests/ports/kvq_port.h) that wraps kvq's own kernels, as a port author's library
 // would wrap theirs. Built three ways by proptests/ports/CMakeLists.txt:
 //   kvq_port_example         host pointers, kvq's CPU twins (recipe nvfp4): passes
-//   kvq_port_example_broken  the same with ties rounded up (REFERENCE.md section 7): caught
+//   kvq_port_example_broken  the same with ties rounded up (a bug class of docs/ports.md): caught
 //   kvq_port_example_cuda    device pointers, kvq's CUDA kernels (built with CUDA only): passes
 #include <string>
 
