@@ -216,12 +216,12 @@ int encode_command(const Args& args, std::istream& in, std::ostream& out, std::o
       format_name = args[i];
     } else {
       err << "kvq encode: unexpected argument '" << args[i] << "'\n"
-          << "usage: kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna|rs]\n";
+          << "usage: kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna|rs|rnz]\n";
       return 2;
     }
   }
   if (format_name.empty()) {
-    err << "usage: kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna|rs]\n";
+    err << "usage: kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna|rs|rnz]\n";
     return 2;
   }
   const auto fmt = format_argument(format_name, "encode", err);

@@ -19,7 +19,7 @@ constexpr const char* kUsage =
     "  kvq verify RECIPE --inputs DIR --outputs DIR   a port's tensors against a recipe (docs/ports.md)\n"
     "  kvq identify --inputs DIR --outputs DIR        which recipe and variant a port follows\n"
     "  kvq table FORMAT                     every code: hex, bits, exact value\n"
-    "  kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna]\n"
+    "  kvq encode FORMAT --convention NAME [--rounding rne|rz|ru|rd|rna|rs|rnz]\n"
     "                                       FP32 inputs on stdin -> codes\n"
     "  kvq decode FORMAT                    codes on stdin -> exact values\n"
     "  kvq check [options]                  run the property suite (kvq check --help)\n"

@@ -17,6 +17,7 @@ enum class Rounding : std::uint8_t {
   toward_negative,  // rd
   nearest_away,     // rna: ties away from zero (microxcaling's floor(|x| + 0.5))
   stochastic,       // rs: up iff top 32 bits of the discarded fraction + random_bits >= 2^32
+  nearest_toward_zero,  // rnz: ties toward zero (ModelOpt's MXFP4 cast counts |v| > bound: docs/recipes.md)
 };
 
 enum class Overflow : std::uint8_t {
@@ -135,6 +136,7 @@ KVQ_HD constexpr bool rounds_up(Rounding r, bool negative, bool odd, std::uint64
   switch (r) {
     case Rounding::nearest_even: return half && (odd || (rest << 1) != 0 || lost);
     case Rounding::nearest_away: return half;
+    case Rounding::nearest_toward_zero: return half && ((rest << 1) != 0 || lost);
     case Rounding::toward_zero: return false;
     case Rounding::toward_positive: return !negative && inexact;
     case Rounding::toward_negative: return negative && inexact;

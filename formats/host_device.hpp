@@ -20,8 +20,9 @@
 #endif
 
 // Out of line in device code: the engine-variant rules of formats/recipes.hpp, which only the
-// generic kernels run (fixed kernels fold them away); inlined into every generic instantiation,
-// they made nvcc take over ten minutes a file.
+// generic kernels run (fixed kernels fold them away). Such a function takes the recipe by value
+// or its fields, never a reference: a recipe whose address reaches an out-of-line call can no
+// longer be folded, and every kernel then carries every rule (nvcc ran for hours, out of memory).
 #if defined(__CUDACC__)
 #define KVQ_VARIANT_NOINLINE __noinline__
 #else

@@ -33,7 +33,7 @@ inline constexpr std::array<std::string_view, kConventionCount> kConventionSumma
     "PyTorch 2.11 eager Tensor.to() from float32",
     "OCP MX v1.0: RNE, saturating elements, E8M0 by floor"};
 
-inline constexpr std::array<std::string_view, 6> kRoundingNames{"rne", "rz", "ru", "rd", "rna", "rs"};
+inline constexpr std::array<std::string_view, 7> kRoundingNames{"rne", "rz", "ru", "rd", "rna", "rs", "rnz"};
 
 template <typename Id, std::size_t N>
 constexpr std::optional<Id> id_from_name(const std::array<std::string_view, N>& names, std::string_view name) {

@@ -72,6 +72,16 @@ constexpr Recipe blockfp4(Rounding rounding) {
   r.element_cast = ElementCast::satfinite_unsigned_zero;
   return r;
 }
+// NVIDIA ModelOpt 0.47 MXFP4QTensor.quantize: e = ceil(max(log2(bmax / 6.0), -127)) with the FP32 log2
+// (bmax / 6.0 multiplies by RN(1/6), the rceil ratio), elements x / 2^e cast by counting |v| > bound
+// (ties toward zero), the sign bit (2 - sign(v)) // 2 (every zero 0x8).
+constexpr Recipe mxfp4_modelopt() {
+  Recipe r = mx(FormatId::e2m1, Pow2Rule::rceil);
+  r.exponent_by_log2 = true;
+  r.element_rounding = Rounding::nearest_toward_zero;
+  r.element_cast = ElementCast::satfinite_negative_zero;
+  return r;
+}
 constexpr Recipe mla_tile128() {
   Recipe r = mx(FormatId::e4m3fn, Pow2Rule::ceil_ratio, 128);
   r.ratio_floor = 1e-4f;
@@ -112,7 +122,7 @@ constexpr Recipe fouroversix(TwoLevel style, float divisor) {
 }
 }  // namespace recipe_names_detail
 
-inline constexpr std::array<NamedRecipe, 28> kRecipes{{
+inline constexpr std::array<NamedRecipe, 29> kRecipes{{
     {"nvfp4", recipe_names_detail::nvfp4,
      "E4M3 block decode scale RNE(bmax/6/g), FP32 tensor decode scale g = amax/(448*6); x / (sf*g)"},
     {"nvfp4-torchao", recipe_names_detail::nvfp4_torchao(),
@@ -141,6 +151,8 @@ inline constexpr std::array<NamedRecipe, 28> kRecipes{{
     {"mxfp4-even", recipe_names_detail::mx(FormatId::e2m1, Pow2Rule::even),
      "E8M0 block scale from bmax rounded to 1 mantissa bit, then floor"},
     {"mxfp4-rceil", recipe_names_detail::mx(FormatId::e2m1, Pow2Rule::rceil), "E8M0 block scale 2^ceil(log2(bmax*(1/6)))"},
+    {"mxfp4-modelopt", recipe_names_detail::mxfp4_modelopt(),
+     "E8M0 block scale 2^ceil(log2(bmax*(1/6))) with the FP32 log2, elements ties toward zero, +-0 codes 0x8 (ModelOpt)"},
     {"blockfp4-e8m0-ceil", recipe_names_detail::blockfp4(Rounding::nearest_away),
      "block 16, E8M0 scale 2^ceil(log2(max(bmax/6, 1e-10))) with the FP32 log2, elements ties up, +-0 codes 0x0 "
      "(SGLang, compiled)"},

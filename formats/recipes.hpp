@@ -74,6 +74,8 @@ enum class ElementCast : std::uint8_t {
   satfinite,       // CUDA cvt.rn.satfinite: overflow to +-max, NaN to 0x7F (E4M3) / +6 (E2M1)
   satfinite_unsigned_zero,  // satfinite, but a +-0 value gives +0: the sign taken from v < 0 (ModelOpt,
                             // compressed-tensors and SGLang's block-FP4 read it so)
+  satfinite_negative_zero,  // satfinite, but a +-0 value gives -0 (E2M1 0x8): the sign bit taken from
+                            // (2 - sign(v)) // 2, which is 1 for v = 0 (ModelOpt's MXFP4 cast)
   nonsaturating,   // PyTorch eager .to(float8_e4m3fn) (the torch convention): beyond 464 NaN, sign kept
   e2m1_by_rounding,  // the four-over-six package: |v| rounded on the E2M1 grid extended past 6 (steps of
                      // 2: 7 -> 8), sign(x) times it, the code read from its BF16 bits; +-0 inputs give 0x0
@@ -206,8 +208,6 @@ KVQ_HD constexpr Conversion scale_conversion() {  // E4M3 block scales: cvt.rn.s
   return convention_rule(ConventionId::cuda_satfinite, FormatId::e4m3fn).conversion;
 }
 
-// One element: the codec's conversion (element_conversion), through a fast path where one is
-// proven equal to it (formats/fast_paths.hpp).
 // The four-over-six package's E2M1 rounding (ElementCast::e2m1_by_rounding): the value f it keeps.
 // A NaN stays NaN, canonical (GPU arithmetic writes 0x7FFFFFFF, whose BF16 bits give code 0x3).
 // An infinite v is NaN too: the package multiplies each rounding by a 0/1 mask (inf * 0).
@@ -235,30 +235,40 @@ KVQ_HD inline std::uint8_t e2m1_code_of_rounded(float f) {
   return static_cast<std::uint8_t>(((sign << 3) | (e << 1) | m) & 0xFu);
 }
 
-KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v);
-
-// The element casts other than satfinite (Recipe::element_cast), out of line on the device:
-// e2m1_by_rounding; satfinite with +-0 as +0; PyTorch's eager cast, where a NaN quotient is the
-// GPU's canonical +NaN (0x7F).
-KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t encode_element_variant(const Recipe& r, float v) {
-  if (r.element_cast == ElementCast::e2m1_by_rounding) return e2m1_code_of_rounded(e2m1_by_rounding_value(v));
-  if (r.element_cast == ElementCast::nonsaturating)
-    return static_cast<std::uint8_t>(
-        encode_float(format_of(r.element), element_conversion(r), v != v ? float_from_bits(0x7fc00000u) : v));
-  Recipe satfinite = r;  // satfinite_unsigned_zero
-  satfinite.element_cast = ElementCast::satfinite;
-  return encode_element(satfinite, v == 0.0f ? 0.0f : v);  // +-0 -> +0
-}
-
-KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v) {
-  if (r.element_input_bf16) v = float_from_bits(static_cast<std::uint32_t>(bf16_rne_fast(v)) << 16);
-  if (r.element_cast != ElementCast::satfinite) return encode_element_variant(r, v);
+// The satfinite cast of one element (ElementCast::satfinite and the casts built on it): the codec's
+// conversion (element_conversion), through a fast path where one is proven equal to it
+// (formats/fast_paths.hpp).
+KVQ_HD inline std::uint8_t encode_element_satfinite(const Recipe& r, float v) {
   const bool nearest = r.element_rounding == Rounding::nearest_even || r.element_rounding == Rounding::nearest_away;
   if (r.element == FormatId::e2m1 && nearest) return e2m1_satfinite_fast(v, r.element_rounding == Rounding::nearest_away);
   if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even) return e4m3_satfinite_fast(v);
   if (r.element == FormatId::int4 && r.element_rounding == Rounding::nearest_even) return int_satfinite_fast(v, 2, 7);
   if (r.element == FormatId::int8 && r.element_rounding == Rounding::nearest_even) return int_satfinite_fast(v, 6, 127);
   return static_cast<std::uint8_t>(encode_float(format_of(r.element), element_conversion(r), v));
+}
+
+// The element casts other than satfinite (Recipe::element_cast), out of line on the device, and
+// calling nothing that calls them back (a recursive device call graph leaves the kernel's stack
+// size to a 1 KB default, which the generic kernels overflow). The recipe by value
+// (KVQ_VARIANT_NOINLINE says why).
+KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t encode_element_variant(Recipe r, float v) {
+  switch (r.element_cast) {
+    case ElementCast::e2m1_by_rounding: return e2m1_code_of_rounded(e2m1_by_rounding_value(v));
+    case ElementCast::nonsaturating:  // a NaN quotient is the GPU's canonical +NaN (0x7F)
+      return static_cast<std::uint8_t>(
+          encode_float(format_of(r.element), element_conversion(r), v != v ? float_from_bits(0x7fc00000u) : v));
+    case ElementCast::satfinite_unsigned_zero: return encode_element_satfinite(r, v == 0.0f ? 0.0f : v);
+    case ElementCast::satfinite_negative_zero: return encode_element_satfinite(r, v == 0.0f ? -0.0f : v);
+    case ElementCast::satfinite: break;
+  }
+  return encode_element_satfinite(r, v);
+}
+
+// One element: the recipe's cast of v (BF16 first where element_input_bf16).
+KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v) {
+  if (r.element_input_bf16) v = float_from_bits(static_cast<std::uint32_t>(bf16_rne_fast(v)) << 16);
+  if (r.element_cast != ElementCast::satfinite) return encode_element_variant(r, v);
+  return encode_element_satfinite(r, v);
 }
 KVQ_HD inline float element_value(const Recipe& r, std::uint8_t code) {
   if (r.element == FormatId::e2m1) return e2m1_value_fast(code);
@@ -279,17 +289,20 @@ KVQ_HD inline float divide(const Recipe& r, float a, float b) {
 KVQ_HD inline float divide_by_constant(const Recipe& r, float a, float c) {
   return r.division == Division::constant_reciprocal ? a * (1.0f / c) : divide(r, a, c);
 }
+// x rounded (RNE) to a 16-bit float type (out of line on the device).
+KVQ_HD KVQ_VARIANT_NOINLINE inline float round_to_dtype(FormatId dtype, float x) {
+  const Format f = format_of(dtype);
+  return decode_float(f, encode_float(f, convention_rule(ConventionId::ieee, dtype).conversion, x));
+}
 // x rounded (RNE) to the type the rule's power-of-two ratio is computed in (Recipe::scale_dtype).
-KVQ_HD KVQ_VARIANT_NOINLINE inline float in_scale_dtype(const Recipe& r, float x) {
-  if (r.scale_dtype == FormatId::fp32) return x;
-  const Format f = format_of(r.scale_dtype);
-  return decode_float(f, encode_float(f, convention_rule(ConventionId::ieee, r.scale_dtype).conversion, x));
+KVQ_HD inline float in_scale_dtype(const Recipe& r, float x) {
+  return r.scale_dtype == FormatId::fp32 ? x : round_to_dtype(r.scale_dtype, x);
 }
-// log2(x) for x > 0 in FP32, then rounded to the scale dtype: eager PyTorch's log2 of an FP32, BF16
-// or FP16 tensor (CUDA log2f, correctly rounded where it matters: experiments/probes/log2_ceil.py).
-KVQ_HD KVQ_VARIANT_NOINLINE inline float log2_in_scale_dtype(const Recipe& r, float x) {
-  return in_scale_dtype(r, static_cast<float>(log2(static_cast<double>(x))));
-}
+// log2(x) for x > 0 in FP32 (out of line on the device): CUDA log2f, correctly rounded where it
+// matters (experiments/probes/log2_ceil.py).
+KVQ_HD KVQ_VARIANT_NOINLINE inline float log2_fp32(float x) { return static_cast<float>(log2(static_cast<double>(x))); }
+// log2(x) rounded to the scale dtype: eager PyTorch's log2 of an FP32, BF16 or FP16 tensor.
+KVQ_HD inline float log2_in_scale_dtype(const Recipe& r, float x) { return in_scale_dtype(r, log2_fp32(x)); }
 KVQ_HD inline float magnitude(float x) { return float_from_bits(bits_of(x) & 0x7fffffffu); }
 
 // floor(log2 |x|) of a finite non-zero float, subnormals included.
@@ -468,8 +481,9 @@ KVQ_HD inline float amax_squared_error(const Recipe& r, float amax, const float*
   return terms[0];
 }
 
-// The four-over-six package's rules (TwoLevel::amax_encode, four_over_six_amax); g is amax.
-KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t quantize_two_level_amax(const Recipe& r, float g, const float* x, int n,
+// The four-over-six package's rules (TwoLevel::amax_encode, four_over_six_amax); g is amax. The
+// recipe by value (KVQ_VARIANT_NOINLINE says why).
+KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t quantize_two_level_amax(Recipe r, float g, const float* x, int n,
                                                                       float bmax, std::uint8_t* codes) {
   float six[kMaxRecipeBlock];
   const std::uint8_t sf6 = amax_encode_candidate(r, g, x, n, bmax, false, six, codes);

@@ -281,6 +281,7 @@ std::uint64_t round_to_format(Format f, const Conversion& c, const Real& x_in, s
       break;
     }
     case Rounding::nearest_away: up = fraction >= Exact(1, 2); break;
+    case Rounding::nearest_toward_zero: up = fraction > Exact(1, 2); break;
     case Rounding::toward_zero: up = false; break;
     case Rounding::toward_positive: up = !x.negative; break;
     case Rounding::toward_negative: up = x.negative; break;

@@ -197,6 +197,8 @@ std::uint8_t element_code(const Recipe& r, const Real& y) {
   if (r.element_cast == ElementCast::e2m1_by_rounding) return code_of_fake(fake_value(y));
   if (r.element_cast == ElementCast::satfinite_unsigned_zero && y.kind == ValueKind::zero)
     return static_cast<std::uint8_t>(round_to_format(format_of(r.element), element_conversion(r), of(0.0f)));
+  if (r.element_cast == ElementCast::satfinite_negative_zero && y.kind == ValueKind::zero)
+    return static_cast<std::uint8_t>(round_to_format(format_of(r.element), element_conversion(r), of(-0.0f)));
   return static_cast<std::uint8_t>(round_to_format(format_of(r.element), element_conversion(r), y));
 }
 

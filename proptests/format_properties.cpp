@@ -95,7 +95,8 @@ rc::Gen<Conversion> gen_conversion() {
   return rc::gen::build<Conversion>(
       rc::gen::set(&Conversion::rounding, rc::gen::element(Rounding::nearest_even, Rounding::toward_zero,
                                                            Rounding::toward_positive, Rounding::toward_negative,
-                                                           Rounding::nearest_away, Rounding::stochastic)),
+                                                           Rounding::nearest_away, Rounding::stochastic,
+                                                           Rounding::nearest_toward_zero)),
       rc::gen::set(&Conversion::overflow, rc::gen::element(Overflow::saturate, Overflow::ieee, Overflow::nan)),
       rc::gen::set(&Conversion::nan,
                    rc::gen::element(NanRule::all_ones_keep_sign, NanRule::all_ones_positive, NanRule::quiet_keep_sign,

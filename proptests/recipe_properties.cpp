@@ -205,11 +205,14 @@ void register_recipe_properties() {
             // The four-over-six package writes +0 (0x0) where the scaled value is +-0 (a zero input, a
             // zero block scale, a product that underflows), and 0x8 for both 8 and -8 (the value wraps
             // over the sign bit); a rounded -0 / +0 pair stays 0x8 / 0x0. ElementCast::satfinite_unsigned_zero
-            // writes +0 for a +-0 value too.
+            // writes +0 for a +-0 value too, satfinite_negative_zero -0 (the sign bit alone).
             const bool by_rounding = r.element_cast == ElementCast::e2m1_by_rounding;
             const bool unsigned_zero_cast = by_rounding || r.element_cast == ElementCast::satfinite_unsigned_zero;
-            const bool unsigned_zero = unsigned_zero_cast && q.codes[i] == qf.codes[i] &&
-                                       (q.codes[i] == 0x0 || (by_rounding && q.codes[i] == 0x8));
+            const std::uint8_t negative_zero = static_cast<std::uint8_t>(sign);
+            const bool unsigned_zero =
+                q.codes[i] == qf.codes[i] &&
+                ((unsigned_zero_cast && (q.codes[i] == 0x0 || (by_rounding && q.codes[i] == 0x8))) ||
+                 (r.element_cast == ElementCast::satfinite_negative_zero && q.codes[i] == negative_zero));
             RC_ASSERT(recipe_hex(qf.codes[i]) ==
                       recipe_hex(unsigned_zero ? q.codes[i] : static_cast<std::uint8_t>(q.codes[i] ^ sign)));
             const std::size_t b = i / n * n, j = b + (n - 1 - (i - b));

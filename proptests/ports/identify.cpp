@@ -57,6 +57,7 @@ const char* cast_words(ElementCast v) {
   switch (v) {
     case ElementCast::satfinite: return "elements cast satfinite (CUDA cvt)";
     case ElementCast::satfinite_unsigned_zero: return "elements cast satfinite with +-0 as +0 (sign from v < 0)";
+    case ElementCast::satfinite_negative_zero: return "elements cast satfinite with +-0 as -0 (ModelOpt MXFP4)";
     case ElementCast::nonsaturating: return "elements cast without saturation (PyTorch eager: NaN past 464)";
     case ElementCast::e2m1_by_rounding: return "elements rounded on the E2M1 grid unsaturated, +-0 as 0x0 (four-over-six package)";
   }
@@ -68,10 +69,13 @@ std::vector<Edit> edits_for(const Recipe& base, const PortData& d) {
   std::vector<Edit> e;
   const bool two_level = base.scale == BlockScale::e4m3_two_level;
   const bool pow2 = base.scale == BlockScale::e8m0_pow2;
-  const bool nearest_even = base.element_rounding == Rounding::nearest_even;
-  e.push_back({0, nearest_even ? "ties round up (away from zero)" : "ties round to even", [=](Interpretation& h) {
-                 h.recipe.element_rounding = nearest_even ? Rounding::nearest_away : Rounding::nearest_even;
-               }});
+  for (const auto& tie : {std::pair{Rounding::nearest_even, "ties round to even"},
+                          std::pair{Rounding::nearest_away, "ties round up (away from zero)"},
+                          std::pair{Rounding::nearest_toward_zero, "ties round toward zero"}}) {
+    const Rounding rounding = tie.first;
+    if (rounding != base.element_rounding)
+      e.push_back({0, tie.second, [=](Interpretation& h) { h.recipe.element_rounding = rounding; }});
+  }
   e.push_back({1, "the scaled element rounded to BF16 first (double rounding)",
                [](Interpretation& h) { h.recipe.element_input_bf16 = true; }});
   const bool apply_matters = base.scale == BlockScale::tensor_only ||
@@ -121,7 +125,8 @@ std::vector<Edit> edits_for(const Recipe& base, const PortData& d) {
       e.push_back({14, division_words(v), [=](Interpretation& h) { h.recipe.division = v; }});
   if (base.element == FormatId::e4m3fn || base.element == FormatId::e2m1) {
     const ElementCast unsaturated = base.element == FormatId::e4m3fn ? ElementCast::nonsaturating : ElementCast::e2m1_by_rounding;
-    for (const ElementCast v : {ElementCast::satfinite, ElementCast::satfinite_unsigned_zero, unsaturated})
+    for (const ElementCast v : {ElementCast::satfinite, ElementCast::satfinite_unsigned_zero,
+                                ElementCast::satfinite_negative_zero, unsaturated})
       if (v != base.element_cast)
         e.push_back({15, cast_words(v), [=](Interpretation& h) { h.recipe.element_cast = v; }});
   }

@@ -69,6 +69,10 @@ std::vector<Mutant> build() {
                        "mxfp8-e4m3-floor", [](Mutant& m) { m.quantize_recipe.pow2_min_normal_divisor = true; }));
   all.push_back(mutant("nvfp4-4over6-saturating-elements", "signed zero kept and E2M1 saturated where the package writes +0 and 8",
                        "nvfp4-4over6", [](Mutant& m) { m.quantize_recipe.element_cast = ElementCast::satfinite; }));
+  all.push_back(mutant("mxfp4-modelopt-ties-to-even", "E2M1 ties to even where the port rounds them toward zero",
+                       "mxfp4-modelopt", [](Mutant& m) { m.quantize_recipe.element_rounding = Rounding::nearest_even; }));
+  all.push_back(mutant("mxfp4-modelopt-signed-zero", "+0 written as 0x0 where the port writes every zero as 0x8",
+                       "mxfp4-modelopt", [](Mutant& m) { m.quantize_recipe.element_cast = ElementCast::satfinite; }));
   return all;
 }
 

@@ -185,7 +185,7 @@ def _modelopt_mxfp4(ctx, x):
     _, mx = _load_modelopt(ctx)
     rows, cols = x.shape
     q, e8m0 = mx.MXFP4QTensor.quantize(x.contiguous(), 32)
-    return dict(recipe="mxfp4-rceil", label="block 32", x=x, codes=q._quantized_data.reshape(rows, cols // 2),
+    return dict(recipe="mxfp4-modelopt", label="block 32", x=x, codes=q._quantized_data.reshape(rows, cols // 2),
                 block_scales=e8m0.reshape(rows, cols // 32).contiguous(), block=32, nibble_order="low_first")
 
 
