@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "cli/untrusted.hpp"
 #include "formats/recipe_names.hpp"
 #include "kernels/benchmark.hpp"
 #include "kernels/rope_benchmark.hpp"
@@ -63,12 +64,17 @@ void run_peers(const std::string& python, long mib, long cols, long repeats, std
 
 int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::string recipes, dtype = "bf16", csv;
-  long mib = 256, cols = 128, repeats = 20;
+  std::int64_t mib = 256, cols = 128, repeats = 20;
   bool mla = true;  // the MLA layout and paged-workspace rows (kernels/mla_kernels.hpp)
-  long rope_tokens = 16384;  // fused RoPE + FP8 + paged append rows (0: none)
+  std::int64_t rope_tokens = 16384;  // fused RoPE + FP8 + paged append rows (0: none)
   bool peers = false;
   std::string python = "python3";
   std::string swizzle = "none";  // the NVFP4 paged rows' scale swizzle
+  std::string bad;  // the first bad numeric option's message
+  const auto number = [&](const std::string& name, const std::string& text, std::int64_t min, std::int64_t max,
+                          std::int64_t* v) {
+    if (auto e = integer_option(name, text, min, max, v); !e.empty() && bad.empty()) bad = e;
+  };
   for (std::size_t i = 0; i < args.size(); ++i) {
     const bool value = i + 1 < args.size();
     if (args[i] == "--recipes" && value) {
@@ -76,15 +82,15 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
     } else if (args[i] == "--dtype" && value) {
       dtype = args[++i];
     } else if (args[i] == "--mib" && value) {
-      mib = std::atol(args[++i].c_str());
+      number("--mib", args[++i], 1, 65536, &mib);
     } else if (args[i] == "--cols" && value) {
-      cols = std::atol(args[++i].c_str());
+      number("--cols", args[++i], 64, 1 << 20, &cols);
     } else if (args[i] == "--repeats" && value) {
-      repeats = std::atol(args[++i].c_str());
+      number("--repeats", args[++i], 1, 100000, &repeats);
     } else if (args[i] == "--no-mla") {
       mla = false;
     } else if (args[i] == "--rope-tokens" && value) {
-      rope_tokens = std::atol(args[++i].c_str());
+      number("--rope-tokens", args[++i], 0, 1 << 24, &rope_tokens);
     } else if (args[i] == "--csv" && value) {
       csv = args[++i];
     } else if (args[i] == "--swizzle" && value) {
@@ -99,6 +105,10 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
           << " [--peers [--python EXE]]\n";
       return 2;
     }
+  }
+  if (!bad.empty()) {
+    err << "kvq bench: " << bad << "\n";
+    return 2;
   }
   const kernels::DType t = dtype == "fp32" ? kernels::DType::fp32 : (dtype == "fp16" ? kernels::DType::fp16 : kernels::DType::bf16);
   if (dtype != "bf16" && dtype != "fp16" && dtype != "fp32") {

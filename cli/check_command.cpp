@@ -1,12 +1,16 @@
 // kvq check: the property suite with progress, a summary table, a JSON report,
 // and on failure the minimal input and the one-line replay.
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <fstream>
 #include <iostream>
 #include <set>
 
 #include "cli/commands.hpp"
+#include "cli/output_files.hpp"
+#include "cli/untrusted.hpp"
 #include "proptests/ports/plugin.hpp"
 #include "proptests/ports/port_properties.hpp"
 #include "proptests/harness/runner.hpp"
@@ -43,11 +47,10 @@ int check_command(const Args& args, std::ostream& out, std::ostream& err) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool has_value = i + 1 < args.size();
-    auto number = [&](const char* what) -> std::optional<unsigned long long> {
-      char* end = nullptr;
-      const unsigned long long v = std::strtoull(args[i + 1].c_str(), &end, 0);
-      if (args[i + 1].empty() || *end != '\0') {
-        err << "kvq check: " << what << " must be a number, got '" << args[i + 1] << "'\n";
+    auto number = [&](const char* what, std::int64_t min, std::int64_t max) -> std::optional<std::int64_t> {
+      std::int64_t v = 0;
+      if (auto e = integer_option(what, args[i + 1], min, max, &v); !e.empty()) {
+        err << "kvq check: " << e << "\n";
         return std::nullopt;
       }
       return v;
@@ -65,15 +68,12 @@ int check_command(const Args& args, std::ostream& out, std::ostream& err) {
         return 2;
       }
     } else if (a == "--cases" && has_value) {
-      const auto v = number("--cases");
-      if (!v || *v == 0 || *v > 100000000) {
-        if (v) err << "kvq check: --cases must be in 1..100000000\n";
-        return 2;
-      }
+      const auto v = number("--cases", 1, 100000000);
+      if (!v) return 2;
       options.cases = static_cast<int>(*v);
       ++i;
     } else if (a == "--seed" && has_value) {
-      const auto v = number("--seed");
+      const auto v = number("--seed", 0, std::numeric_limits<std::int64_t>::max());
       if (!v) return 2;
       options.seed = *v;
       ++i;
@@ -125,6 +125,19 @@ int check_command(const Args& args, std::ostream& out, std::ostream& err) {
     err << "kvq check: no property matches the selection\n";
     return 2;
   }
+  if (!options.reproduce.empty()) {  // a replay string replays properties the selection runs
+    const auto ids = props::reproduce_ids(options.reproduce);
+    if (!ids) {
+      err << "kvq check: --reproduce: not a replay string (copy it from a failure's replay line)\n";
+      return 2;
+    }
+    for (const auto& id : *ids)
+      if (std::none_of(chosen.begin(), chosen.end(), [&](const props::Property* p) { return p->id() == id; })) {
+        err << "kvq check: --reproduce replays '" << id << "', which the selection does not run (add --property " << id
+            << ")\n";
+        return 2;
+      }
+  }
   if (list) {
     for (const auto* p : chosen) out << props::name_of(p->device) << "\t" << p->id() << "\n";
     return 0;
@@ -139,10 +152,11 @@ int check_command(const Args& args, std::ostream& out, std::ostream& err) {
   if (!plugin_path.empty() && props::totals(results).failed)
     out << "(replay a plug-in failure with --plugin " << plugin_path << " added to the replay line)\n";
   if (!report.empty()) {
-    std::ofstream file(report);
-    file << props::json_report(results, options);
-    if (!file) {
-      err << "kvq check: cannot write report to '" << report << "'\n";
+    OutputFiles files;
+    std::string e = write_file(files.stage(report), props::json_report(results, options));
+    if (e.empty()) e = files.commit();
+    if (!e.empty()) {
+      err << "kvq check: --report: " << e << "\n";
       return 2;
     }
     out << "report: " << report << "\n";

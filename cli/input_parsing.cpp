@@ -1,5 +1,6 @@
 #include "cli/input_parsing.hpp"
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -9,30 +10,41 @@
 namespace kvq::cli {
 
 namespace {
-bool is_hex_digit(char c) {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
+// Each byte's hex digit value, -1 for others (a table: encode reads tens of millions of lines).
+constexpr std::array<std::int8_t, 256> kHexDigit = [] {
+  std::array<std::int8_t, 256> t{};
+  for (int c = 0; c < 256; ++c)
+    t[c] = static_cast<std::int8_t>(c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1);
+  return t;
+}();
 bool has_hex_prefix(std::string_view t) { return t.size() > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X'); }
 }  // namespace
 
 std::optional<std::string_view> meaningful(std::string_view line) {
-  const auto first = line.find_first_not_of(" \t\r\n");
-  if (first == std::string_view::npos || line[first] == '#') return std::nullopt;
-  const auto last = line.find_last_not_of(" \t\r\n");
-  return line.substr(first, last - first + 1);
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
+  std::size_t first = 0, end = line.size();
+  while (first < end && space(line[first])) ++first;
+  while (end > first && space(line[end - 1])) --end;
+  if (first == end || line[first] == '#') return std::nullopt;
+  return line.substr(first, end - first);
 }
 
 std::optional<std::uint32_t> parse_fp32_bits(std::string_view text) {
   if (text.empty()) return std::nullopt;
-  if (has_hex_prefix(text) && text.find_first_of(".pP") == std::string_view::npos) {
+  if (has_hex_prefix(text)) {  // bits "0x3f800000", unless a point or exponent makes it a hex float
     const std::string_view digits = text.substr(2);
-    if (digits.size() > 8) return std::nullopt;
     std::uint32_t bits = 0;
+    bool all_digits = true;
     for (const char c : digits) {
-      if (!is_hex_digit(c)) return std::nullopt;
-      bits = bits << 4 | static_cast<std::uint32_t>(std::strtoul(std::string(1, c).c_str(), nullptr, 16));
+      const int d = kHexDigit[static_cast<unsigned char>(c)];
+      if (d < 0) {
+        if (c != '.' && c != 'p' && c != 'P') return std::nullopt;
+        all_digits = false;
+        break;
+      }
+      bits = bits << 4 | static_cast<std::uint32_t>(d);
     }
-    return bits;
+    if (all_digits) return digits.size() <= 8 ? std::optional<std::uint32_t>(bits) : std::nullopt;
   }
   // strtof rounds a decimal or hex-float string to FP32 once, to nearest even.
   const std::string owned(text);
@@ -44,14 +56,43 @@ std::optional<std::uint32_t> parse_fp32_bits(std::string_view text) {
 }
 
 std::optional<std::uint64_t> parse_code(std::string_view text, int bits) {
-  if (text.empty() || text[0] == '-' || text[0] == '+') return std::nullopt;
-  const std::string owned(text);
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long value = std::strtoull(owned.c_str(), &end, has_hex_prefix(text) ? 16 : 10);
-  if (end != owned.c_str() + owned.size() || errno == ERANGE) return std::nullopt;
+  const bool hex = has_hex_prefix(text);
+  const std::string_view digits = hex ? text.substr(2) : text;
+  if (digits.empty() || digits.size() > (hex ? 16u : 19u)) return std::nullopt;  // 19 decimal digits fit 64 bits
+  std::uint64_t value = 0;
+  for (const char c : digits) {
+    const int d = kHexDigit[static_cast<unsigned char>(c)];
+    if (d < 0 || (!hex && d > 9)) return std::nullopt;
+    value = value * (hex ? 16 : 10) + static_cast<std::uint64_t>(d);
+  }
   if (bits < 64 && value >> bits != 0) return std::nullopt;
   return value;
+}
+
+bool LineReader::take(bool block, std::string_view* out) {
+  while (true) {
+    // a line: up to the next '\n'; a block: up to the last one read so far
+    const auto end = block ? buffer_.rfind('\n') : buffer_.find('\n', begin_);
+    if (end != std::string::npos && end >= begin_) {
+      *out = std::string_view(buffer_).substr(begin_, end + (block ? 1 : 0) - begin_);
+      begin_ = end + 1;
+      return true;
+    }
+    if (end_) {
+      if (begin_ >= buffer_.size()) return false;
+      *out = std::string_view(buffer_).substr(begin_);  // the last line, without a '\n'
+      begin_ = buffer_.size();
+      return true;
+    }
+    buffer_.erase(0, begin_);  // read the next block after what is left
+    begin_ = 0;
+    constexpr std::size_t kBlock = 1 << 20;
+    const std::size_t kept = buffer_.size();
+    buffer_.resize(kept + kBlock);
+    in_.read(buffer_.data() + kept, static_cast<std::streamsize>(kBlock));
+    buffer_.resize(kept + static_cast<std::size_t>(in_.gcount()));
+    if (!in_) end_ = true;  // end of input, or a read error (failed())
+  }
 }
 
 }  // namespace kvq::cli

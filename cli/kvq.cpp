@@ -26,13 +26,8 @@ constexpr const char* kUsage =
     "  kvq docs formats                     the generated part of docs/formats.md\n";
 }
 
-int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::cout << kUsage;
-    return argc < 2 ? 2 : 0;
-  }
-  const std::string command = argv[1];
-  const kvq::cli::Args args(argv + 2, argv + argc);
+namespace {
+int run(const std::string& command, const kvq::cli::Args& args) {
   if (command == "formats") return kvq::cli::formats_command(args, std::cout, std::cerr);
   if (command == "quant") return kvq::cli::quant_command(args, std::cout, std::cerr);
   if (command == "dequant") return kvq::cli::dequant_command(args, std::cout, std::cerr);
@@ -49,4 +44,20 @@ int main(int argc, char** argv) {
   if (command == "identify") return kvq::cli::identify_command(args, std::cout, std::cerr);
   std::cerr << "kvq: unknown command '" << command << "'\n" << kUsage;
   return 2;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    std::cout << kUsage;
+    return argc < 2 ? 2 : 0;
+  }
+  std::ios::sync_with_stdio(false);  // the streams buffer on their own (encode/decode stream millions of lines)
+  const int status = run(argv[1], kvq::cli::Args(argv + 2, argv + argc));
+  // A write error on standard output (a full disk, a closed pipe) is an error, not a success.
+  if (!std::cout.flush()) {
+    std::cerr << "kvq " << argv[1] << ": cannot write standard output\n";
+    return 2;
+  }
+  return status;
 }

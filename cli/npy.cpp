@@ -1,14 +1,17 @@
 #include "cli/npy.hpp"
 
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
+#include <string_view>
+
+#include "cli/untrusted.hpp"
 
 namespace kvq::cli {
 
 std::int64_t NpyArray::count() const {
-  std::int64_t n = 1;
-  for (const auto d : shape) n *= d;
-  return n;
+  return checked_product(shape).value_or(-1);  // readers reject shapes whose product overflows
 }
 
 namespace {
@@ -40,23 +43,53 @@ std::string header_value(const std::string& header, const std::string& key) {
   return v;
 }
 
+// The shape tuple "(4, 64)", "(8,)" or "()": non-negative integers, nothing else.
+std::optional<std::vector<std::int64_t>> parse_shape(std::string_view t) {
+  if (t.size() < 2 || t.front() != '(' || t.back() != ')') return std::nullopt;
+  t = t.substr(1, t.size() - 2);
+  std::vector<std::int64_t> dims;
+  const auto trim = [](std::string_view v) {
+    while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
+    while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
+    return v;
+  };
+  while (!trim(t).empty()) {
+    const auto comma = t.find(',');
+    const auto d = parse_integer(trim(t.substr(0, comma)), 0, std::numeric_limits<std::int64_t>::max());
+    if (!d) return std::nullopt;
+    dims.push_back(*d);
+    if (comma == std::string_view::npos) {
+      if (dims.size() == 1) return std::nullopt;  // a 1-D shape is written "(n,)"
+      break;
+    }
+    t = t.substr(comma + 1);
+  }
+  return dims;
+}
+
 }  // namespace
 
 std::string read_npy(const std::string& path, NpyArray* out) {
+  std::int64_t file_bytes = 0;
+  if (auto e = file_size(path, &file_bytes); !e.empty()) return e;
   std::ifstream in(path, std::ios::binary);
   if (!in) return "cannot open " + path;
   char magic[8];
   if (!in.read(magic, 8) || std::string(magic, 6) != "\x93NUMPY") return path + " is not a .npy file";
+  if (magic[6] < 1 || magic[6] > 3) return path + ": .npy format version " + std::to_string(magic[6]) + " is not 1, 2 or 3";
   std::uint32_t header_length = 0;
+  int prefix = 10;
   if (magic[6] == 1) {
     unsigned char b[2];
-    in.read(reinterpret_cast<char*>(b), 2);
+    if (!in.read(reinterpret_cast<char*>(b), 2)) return path + ": truncated header";
     header_length = b[0] | b[1] << 8;
   } else {
     unsigned char b[4];
-    in.read(reinterpret_cast<char*>(b), 4);
+    if (!in.read(reinterpret_cast<char*>(b), 4)) return path + ": truncated header";
     header_length = b[0] | b[1] << 8 | b[2] << 16 | static_cast<std::uint32_t>(b[3]) << 24;
+    prefix = 12;
   }
+  if (header_length > file_bytes - prefix) return path + ": header length " + std::to_string(header_length) + " past the end of the file";
   std::string header(header_length, '\0');
   if (!in.read(header.data(), header_length)) return path + ": truncated header";
   std::string descr = header_value(header, "descr");
@@ -64,21 +97,19 @@ std::string read_npy(const std::string& path, NpyArray* out) {
   descr = descr.substr(1, descr.size() - 2);
   if (item_size(descr) == 0) return path + ": dtype " + descr + " is not float32, float16, uint16, uint8 or int8";
   if (header_value(header, "fortran_order") != "False") return path + ": Fortran order is not supported";
-  std::string shape = header_value(header, "shape");
+  const std::string shape_text = header_value(header, "shape");
+  const auto shape = parse_shape(shape_text);
+  if (!shape) return path + ": shape '" + shape_text + "' is not a tuple of non-negative integers";
+  const auto count = checked_product(*shape);
+  const auto bytes = count ? checked_mul(*count, item_size(descr)) : std::nullopt;
+  const std::int64_t data_bytes = file_bytes - prefix - header_length;
+  if (!bytes || *bytes != data_bytes)
+    return path + ": shape " + shape_text + " of " + descr + " does not match the " + std::to_string(data_bytes) +
+           " data bytes the file holds";
   out->descr = descr == "<u1" ? "|u1" : descr;
-  out->shape.clear();
-  std::string number;
-  for (const char c : shape) {
-    if (c >= '0' && c <= '9') {
-      number += c;
-    } else if (!number.empty()) {
-      out->shape.push_back(std::stoll(number));
-      number.clear();
-    }
-  }
-  const std::int64_t bytes = out->count() * item_size(out->descr);
-  out->bytes.resize(static_cast<std::size_t>(bytes));
-  if (!in.read(reinterpret_cast<char*>(out->bytes.data()), bytes)) return path + ": data shorter than its shape";
+  out->shape = *shape;
+  out->bytes.resize(static_cast<std::size_t>(*bytes));
+  if (!in.read(reinterpret_cast<char*>(out->bytes.data()), *bytes)) return path + ": data shorter than its shape";
   return {};
 }
 
@@ -99,7 +130,8 @@ std::string write_npy(const std::string& path, const NpyArray& a) {
   out.write(le, 2);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
   out.write(reinterpret_cast<const char*>(a.bytes.data()), static_cast<std::streamsize>(a.bytes.size()));
-  return out ? std::string() : "cannot write " + path;
+  out.close();
+  return out.fail() ? "cannot write " + path : std::string();
 }
 
 }  // namespace kvq::cli

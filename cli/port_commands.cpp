@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/port_files.hpp"
+#include "cli/untrusted.hpp"
 #include "formats/recipe_names.hpp"
 #include "proptests/ports/identify.hpp"
 
@@ -29,11 +30,9 @@ std::string parse(const Args& args, bool takes_recipe, PortOptions* o) {
     } else if (a == "--manifest" && value) {
       o->files.manifest = args[++i];
     } else if ((a == "--show" || a == "--changes") && value) {
-      char* end = nullptr;
-      const long v = std::strtol(args[i + 1].c_str(), &end, 10);
-      if (args[i + 1].empty() || *end || v < 0 || v > (a == "--show" ? 100000 : 2))
-        return a + " must be a number in 0.." + (a == "--show" ? "100000" : "2") + ", got '" + args[i + 1] + "'";
-      (a == "--show" ? o->show : o->changes) = static_cast<int>(v);
+      if (auto e = integer_option(a, args[i + 1], 0, a == "--show" ? 100000 : 2, a == "--show" ? &o->show : &o->changes);
+          !e.empty())
+        return e;
       ++i;
     } else if (takes_recipe && o->recipe.empty() && !a.starts_with("--")) {
       o->recipe = a;

@@ -8,6 +8,7 @@
 #include "cli/json.hpp"
 #include "cli/npy.hpp"
 #include "cli/safetensors.hpp"
+#include "cli/untrusted.hpp"
 
 namespace kvq::cli {
 namespace {
@@ -124,9 +125,9 @@ std::string load_port(const PortFiles& files, LoadedPort* out) {
                                            : ports::ScaleConvention::decode;
     gs.is_output = role == "output";
     if (const std::string bits = text_of(s->get("bits")); !bits.empty()) {
-      char* end = nullptr;
-      gs.value = float_from_bits(static_cast<std::uint32_t>(std::strtoul(bits.c_str(), &end, 16)));
-      if (*end) return "global_scale: \"bits\" must be hex FP32 bits like 0x3f800000, got '" + bits + "'";
+      const auto value = parse_hex(bits, 32);
+      if (!value) return "global_scale: \"bits\" must be hex FP32 bits like 0x3f800000, got '" + bits + "'";
+      gs.value = float_from_bits(static_cast<std::uint32_t>(*value));
     } else {
       if (auto e = read_tensor(gs.is_output ? files.outputs : files.inputs, "global_scale", *s, &t); !e.empty()) return e;
       if (t.array.descr != "<f4" || t.array.count() != 1)
@@ -155,9 +156,9 @@ std::string load_port(const PortFiles& files, LoadedPort* out) {
     d.scale_layout = scales == "token_group4" ? ports::ScaleLayout::token_group4
                      : scales == "swizzle_128x4" ? ports::ScaleLayout::swizzle_128x4 : ports::ScaleLayout::row_major;
     if (const Json* b = layout->get("block")) {
-      d.block = static_cast<int>(b->number);
-      if (b->kind != Json::Kind::number || d.block <= 0 || d.block > kMaxRecipeBlock)
-        return "layout: \"block\" must be a number in 1.." + std::to_string(kMaxRecipeBlock);
+      const auto block = b->kind == Json::Kind::number ? integer_of(b->number, 1, kMaxRecipeBlock) : std::nullopt;
+      if (!block) return "layout: \"block\" must be an integer in 1.." + std::to_string(kMaxRecipeBlock);
+      d.block = static_cast<int>(*block);
     }
   }
   return {};

@@ -9,6 +9,9 @@
 
 #include "cli/commands.hpp"
 #include "cli/npy.hpp"
+#include "cli/output_files.hpp"
+#include "cli/quant_json.hpp"
+#include "cli/untrusted.hpp"
 #include "formats/names.hpp"
 #include "formats/recipe_names.hpp"
 #include "kernels/quantize.hpp"
@@ -36,8 +39,7 @@ std::string parse_options(const Args& args, Options* o) {
     } else if (a == "--device" && value) {
       o->device = args[++i];
     } else if (a == "--block" && value) {
-      o->block = std::atoi(args[++i].c_str());
-      if (o->block <= 0) return "--block must be a positive number, got '" + args[i] + "'";
+      if (auto e = integer_option("--block", args[++i], 1, kMaxRecipeBlock, &o->block); !e.empty()) return e;
     } else if (o->recipe.empty() && !a.starts_with("--")) {
       o->recipe = a;
     } else {
@@ -72,20 +74,6 @@ struct DeviceBuffer {
   ~DeviceBuffer() { kernels::device::release(p); }
 };
 
-std::string meta_value(const std::string& json, const std::string& key) {
-  const auto k = json.find("\"" + key + "\":");
-  if (k == std::string::npos) return {};
-  auto p = k + key.size() + 3;
-  while (p < json.size() && json[p] == ' ') ++p;
-  std::string v;
-  if (json[p] == '"') {
-    for (++p; p < json.size() && json[p] != '"'; ++p) v += json[p];
-  } else {
-    for (; p < json.size() && json[p] != ',' && json[p] != '\n' && json[p] != '}'; ++p) v += json[p];
-  }
-  return v;
-}
-
 }  // namespace
 
 int quant_command(const Args& args, std::ostream& out, std::ostream& err) {
@@ -107,8 +95,18 @@ int quant_command(const Args& args, std::ostream& out, std::ostream& err) {
   }
   DType input = DType::fp32;
   if (x.descr == "<u2") {
+    if (o.dtype != "" && o.dtype != "bf16" && o.dtype != "fp16") {
+      err << "kvq quant: --dtype of uint16 bits is bf16 or fp16, got '" << o.dtype << "'\n";
+      return 2;
+    }
     input = o.dtype == "fp16" ? DType::fp16 : DType::bf16;
-  } else if (x.descr != "<f4") {
+  } else if (x.descr == "<f4") {
+    if (o.dtype != "" && o.dtype != "fp32") {
+      err << "kvq quant: --in " << o.in << " holds float32; --dtype names the type of uint16 bits, got '" << o.dtype
+          << "'\n";
+      return 2;
+    }
+  } else {
     err << "kvq quant: --in " << o.in << " holds " << x.descr << "; give float32, or uint16 BF16/FP16 bits\n";
     return 2;
   }
@@ -155,26 +153,24 @@ int quant_command(const Args& args, std::ostream& out, std::ostream& err) {
     err << "kvq quant: " << error << "\n";
     return 1;
   }
-  std::error_code ec;
-  std::filesystem::create_directories(o.out, ec);
-  if (ec) {
-    err << "kvq quant: --out: cannot create " << o.out << ": " << ec.message() << "\n";
-    return 2;
-  }
-  error = write_npy(o.out + "/codes.npy", codes);
-  if (error.empty() && s.scales_per_row()) error = write_npy(o.out + "/scales.npy", scales);
+  OutputFiles files;  // codes.npy, scales.npy and quant.json all, or none
+  error = files.folder(o.out);
+  if (error.empty()) error = write_npy(files.stage(o.out + "/codes.npy"), codes);
+  if (error.empty() && s.scales_per_row()) error = write_npy(files.stage(o.out + "/scales.npy"), scales);
   char g_bits[16], g_text[64];
   std::snprintf(g_bits, sizeof g_bits, "0x%08x", bits_of(g));
   std::snprintf(g_text, sizeof g_text, "%.9g", static_cast<double>(g));
-  std::ofstream meta(o.out + "/quant.json");
+  std::ostringstream meta;
   meta << "{\n  \"recipe\": \"" << named->name << "\",\n  \"element\": \"" << name_of(s.recipe.element)
        << "\",\n  \"block\": " << s.block() << ",\n  \"rows\": " << s.rows << ",\n  \"cols\": " << s.cols
        << ",\n  \"input_dtype\": \"" << kernels::name_of(input) << "\",\n  \"tensor_scale_bits\": \"" << g_bits
-       << "\",\n  \"tensor_scale\": " << g_text << ",\n  \"scales\": \"" << named->scales
+       << "\",\n  \"tensor_scale\": " << json_float(g) << ",\n  \"scales\": \"" << named->scales
        << "\",\n  \"packing\": \"" << (s.packed() ? "two E2M1 per byte, element 2i in the low nibble" : "one byte each")
        << "\",\n  \"device\": \"" << (gpu ? "cuda" : "cpu") << "\"\n}\n";
-  if (!error.empty() || !meta) {
-    err << "kvq quant: " << (error.empty() ? "cannot write " + o.out + "/quant.json" : error) << "\n";
+  if (error.empty()) error = write_file(files.stage(o.out + "/quant.json"), meta.str());
+  if (error.empty()) error = files.commit();
+  if (!error.empty()) {
+    err << "kvq quant: --out: " << error << "\n";
     return 2;
   }
   out << named->name << ": " << s.rows << "x" << s.cols << " " << kernels::name_of(input) << " -> " << o.out
@@ -203,25 +199,29 @@ int dequant_command(const Args& args, std::ostream& out, std::ostream& err) {
     err << "kvq dequant: --dtype is fp32, bf16 or fp16, got '" << o.dtype << "'\n";
     return 2;
   }
-  std::ifstream meta_file(o.in + "/quant.json");
+  const std::string meta_path = o.in + "/quant.json";
+  std::ifstream meta_file(meta_path);
   std::stringstream meta;
   meta << meta_file.rdbuf();
   if (!meta_file) {
-    err << "kvq dequant: --in: no " << o.in << "/quant.json (write it with kvq quant)\n";
+    err << "kvq dequant: --in: no " << meta_path << " (write it with kvq quant)\n";
     return 2;
   }
-  const std::string json = meta.str();
-  if (meta_value(json, "recipe") != named->name) {
-    err << "kvq dequant: --in " << o.in << " holds recipe '" << meta_value(json, "recipe") << "', not '" << named->name
-        << "'\n";
+  QuantJson q;
+  if (auto e = read_quant_json(meta.str(), meta_path, &q); !e.empty()) {
+    err << "kvq dequant: " << e << "\n";
+    return 2;
+  }
+  if (q.recipe != named->name) {
+    err << "kvq dequant: --in " << o.in << " holds recipe '" << q.recipe << "', not '" << named->name << "'\n";
     return 2;
   }
   kernels::QuantizeShape s;
   s.recipe = named->recipe;
-  if (named->recipe.scale != BlockScale::tensor_only) s.recipe.block = std::atoi(meta_value(json, "block").c_str());
-  s.rows = std::atoll(meta_value(json, "rows").c_str());
-  s.cols = std::atoll(meta_value(json, "cols").c_str());
-  const float g = float_from_bits(static_cast<std::uint32_t>(std::strtoul(meta_value(json, "tensor_scale_bits").c_str(), nullptr, 16)));
+  s.rows = q.rows;
+  s.cols = q.cols;
+  if (named->recipe.scale != BlockScale::tensor_only) s.recipe.block = q.block;
+  const float g = float_from_bits(q.tensor_scale_bits);
   if (auto e = kernels::validate(s); !e.empty()) {
     err << "kvq dequant: " << o.in << "/quant.json: " << e << "\n";
     return 2;
@@ -265,10 +265,16 @@ int dequant_command(const Args& args, std::ostream& out, std::ostream& err) {
                                           *output, dy.p, nullptr);
     if (error.empty()) error = kernels::device::download(y.bytes.data(), dy.p, y.bytes.size());
   }
-  if (error.empty()) error = write_npy(o.out, y);
   if (!error.empty()) {
     err << "kvq dequant: " << error << "\n";
     return 1;
+  }
+  OutputFiles files;
+  error = write_npy(files.stage(o.out), y);
+  if (error.empty()) error = files.commit();
+  if (!error.empty()) {
+    err << "kvq dequant: --out: " << error << "\n";
+    return 2;
   }
   out << named->name << ": " << o.in << " -> " << o.out << " (" << s.rows << "x" << s.cols << " "
       << kernels::name_of(*output) << "), on " << (gpu ? "cuda" : "cpu") << "\n";

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "cli/json.hpp"
+#include "cli/untrusted.hpp"
 
 namespace kvq::cli {
 namespace {
@@ -17,13 +18,16 @@ int item_size(const std::string& descr) { return descr == "<f4" ? 4 : (descr == 
 }  // namespace
 
 std::string read_safetensors(const std::string& path, const std::string& name, NpyArray* out, std::string* dtype) {
+  std::int64_t file_bytes = 0;
+  if (auto e = file_size(path, &file_bytes); !e.empty()) return e;
   std::ifstream in(path, std::ios::binary);
   if (!in) return "cannot open " + path;
   unsigned char len[8];
   if (!in.read(reinterpret_cast<char*>(len), 8)) return path + " is not a .safetensors file (shorter than 8 bytes)";
   std::uint64_t header_length = 0;
   for (int i = 7; i >= 0; --i) header_length = header_length << 8 | len[i];
-  if (header_length == 0 || header_length > (100u << 20)) return path + ": implausible header length " + std::to_string(header_length);
+  if (header_length == 0 || header_length > (100u << 20) || header_length > static_cast<std::uint64_t>(file_bytes - 8))
+    return path + ": implausible header length " + std::to_string(header_length);
   std::string header(header_length, '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(header_length))) return path + ": truncated header";
   Json json;
@@ -48,14 +52,22 @@ std::string read_safetensors(const std::string& path, const std::string& name, N
   out->descr = descr_of(type->text);
   if (out->descr.empty()) return what + ": dtype " + type->text + " is not F32, F16, BF16, U16, U8, I8 or F8_*";
   out->shape.clear();
-  for (const auto& d : shape->items) out->shape.push_back(static_cast<std::int64_t>(d.number));
-  const auto begin = static_cast<std::uint64_t>(offsets->items[0].number);
-  const auto end = static_cast<std::uint64_t>(offsets->items[1].number);
-  const std::uint64_t bytes = static_cast<std::uint64_t>(out->count()) * item_size(out->descr);
-  if (end < begin || end - begin != bytes) return what + ": data_offsets do not match shape and dtype";
-  out->bytes.resize(bytes);
-  in.seekg(static_cast<std::streamoff>(8 + header_length + begin));
-  if (!in.read(reinterpret_cast<char*>(out->bytes.data()), static_cast<std::streamsize>(bytes)))
+  constexpr std::int64_t kLargest = std::int64_t{1} << 53;  // JSON numbers are exact below 2^53
+  for (const auto& d : shape->items) {
+    const auto dim = d.kind == Json::Kind::number ? integer_of(d.number, 0, kLargest) : std::nullopt;
+    if (!dim) return what + ": shape holds something other than a non-negative integer";
+    out->shape.push_back(*dim);
+  }
+  const auto begin = offsets->items[0].kind == Json::Kind::number ? integer_of(offsets->items[0].number, 0, kLargest) : std::nullopt;
+  const auto end = offsets->items[1].kind == Json::Kind::number ? integer_of(offsets->items[1].number, 0, kLargest) : std::nullopt;
+  if (!begin || !end) return what + ": data_offsets are not two non-negative integers";
+  const auto count = checked_product(out->shape);
+  const auto bytes = count ? checked_mul(*count, item_size(out->descr)) : std::nullopt;
+  if (!bytes || *end < *begin || *end - *begin != *bytes) return what + ": data_offsets do not match shape and dtype";
+  if (*end > file_bytes - 8 - static_cast<std::int64_t>(header_length)) return what + ": data shorter than its offsets";
+  out->bytes.resize(static_cast<std::size_t>(*bytes));
+  in.seekg(static_cast<std::streamoff>(8 + header_length + *begin));
+  if (!in.read(reinterpret_cast<char*>(out->bytes.data()), static_cast<std::streamsize>(*bytes)))
     return what + ": data shorter than its offsets";
   return {};
 }

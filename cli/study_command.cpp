@@ -1,9 +1,11 @@
 // kvq study: the error studies of experiments/ from the command line (docs/studies.md).
 #include <ostream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/untrusted.hpp"
 #include "experiments/studies.hpp"
 
 namespace kvq::cli {
@@ -25,22 +27,13 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-bool parse_int(const std::string& s, long long* v) {
-  try {
-    std::size_t used = 0;
-    *v = std::stoll(s, &used);
-    return used == s.size();
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-bool parse_ints(const std::string& s, std::vector<int>* out) {
+// Integers in [1, max] separated by commas.
+bool parse_ints(const std::string& s, int max, std::vector<int>* out) {
   out->clear();
   for (const std::string& item : split(s)) {
-    long long n = 0;
-    if (!parse_int(item, &n)) return false;
-    out->push_back(static_cast<int>(n));
+    const auto n = parse_integer(item, 1, max);
+    if (!n) return false;
+    out->push_back(static_cast<int>(*n));
   }
   return !out->empty();
 }
@@ -84,7 +77,6 @@ int study_command(const Args& args, std::ostream& out, std::ostream& err) {
       return 2;
     }
     const std::string& v = args[++i];
-    long long n = 0;
     if (a == "--out") {
       run.dir = v;
     } else if (a == "--study") {
@@ -100,14 +92,20 @@ int study_command(const Args& args, std::ostream& out, std::ostream& err) {
     } else if (a == "--dist") {
       o.distributions = split(v);
     } else if (a == "--blocks" || a == "--seq-lens") {
-      if (!parse_ints(v, a == "--blocks" ? &o.blocks : &o.seq_lens)) {
-        err << "kvq study: " << a << " takes integers separated by commas, got '" << v << "'\n";
+      const int max = a == "--blocks" ? 4096 : 1 << 24;
+      if (!parse_ints(v, max, a == "--blocks" ? &o.blocks : &o.seq_lens)) {
+        err << "kvq study: " << a << " takes integers in [1, " << max << "] separated by commas, got '" << v << "'\n";
         return 2;
       }
     } else if (a == "--samples" || a == "--seed" || a == "--head-dim" || a == "--jobs" || a == "--heads" ||
                a == "--queries") {
-      if (!parse_int(v, &n) || n < 0) {
-        err << "kvq study: " << a << " takes a non-negative integer, got '" << v << "'\n";
+      const std::int64_t max = a == "--samples" ? std::int64_t{1} << 40
+                               : a == "--seed"  ? std::numeric_limits<std::int64_t>::max()
+                               : a == "--jobs"  ? 1024
+                                                : 1 << 20;
+      std::int64_t n = 0;
+      if (auto e = integer_option(a, v, a == "--seed" || a == "--samples" ? 0 : 1, max, &n); !e.empty()) {
+        err << "kvq study: " << e << "\n";
         return 2;
       }
       if (a == "--samples") o.samples = n;
@@ -123,14 +121,15 @@ int study_command(const Args& args, std::ostream& out, std::ostream& err) {
       }
       o.rotate = v == "hadamard";
     } else if (a == "--shard") {
-      long long index = 0, count = 0;
       const auto slash = v.find('/');
-      if (slash == std::string::npos || !parse_int(v.substr(0, slash), &index) || !parse_int(v.substr(slash + 1), &count)) {
-        err << "kvq study: --shard takes I/N, got '" << v << "'\n";
+      const auto count = slash == std::string::npos ? std::nullopt : parse_integer(v.substr(slash + 1), 1, experiments::kMaxShards);
+      const auto index = count ? parse_integer(v.substr(0, slash), 0, *count - 1) : std::nullopt;
+      if (!index) {
+        err << "kvq study: --shard takes I/N with 0 <= I < N <= " << experiments::kMaxShards << ", got '" << v << "'\n";
         return 2;
       }
-      run.shard_index = static_cast<int>(index);
-      run.shard_count = static_cast<int>(count);
+      run.shard_index = static_cast<int>(*index);
+      run.shard_count = static_cast<int>(*count);
     } else {
       err << "kvq study: unexpected argument '" << a << "'\n" << kStudyUsage;
       return 2;

@@ -62,8 +62,8 @@ std::optional<Distribution> distribution_from_name(const std::string& name, std:
       *error = "student-t needs a number of degrees of freedom, e.g. student-t:5, got '" + name + "'";
       return std::nullopt;
     }
-    if (!(d.nu > 2.0)) {
-      *error = "student-t:NU needs NU > 2 (finite variance), got " + name.substr(10);
+    if (!(d.nu > 2.0) || !(d.nu <= 1e6)) {  // inf hung the gamma sampler; past 1e6 use gaussian
+      *error = "student-t:NU needs 2 < NU <= 1e6 (finite variance; gaussian beyond), got " + name.substr(10);
       return std::nullopt;
     }
     return d;

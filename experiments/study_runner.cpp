@@ -14,6 +14,8 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/untrusted.hpp"
+
 #ifndef KVQ_COMMIT
 #define KVQ_COMMIT "unknown"
 #endif
@@ -190,7 +192,11 @@ std::string merge_study(const std::string& dir, const std::string& study,
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::smatch m;
     const std::string file = entry.path().filename().string();
-    if (std::regex_match(file, m, shard_file)) found[std::stoi(m[2])].insert(std::stoi(m[1]));
+    if (!std::regex_match(file, m, shard_file)) continue;
+    const auto index = cli::parse_integer(m[1].str(), 0, kMaxShards - 1), count = cli::parse_integer(m[2].str(), 1, kMaxShards);
+    if (!index || !count || *index >= *count)
+      return "merge " + study + ": " + file + " does not name a shard I of N with 0 <= I < N <= " + std::to_string(kMaxShards);
+    found[static_cast<int>(*count)].insert(static_cast<int>(*index));
   }
   if (ec) return "cannot read --out " + dir + ": " + ec.message();
   if (found.size() != 1) return "merge " + study + ": expected the shards of one N in " + dir + ", found " +
@@ -211,19 +217,27 @@ std::string merge_study(const std::string& dir, const std::string& study,
     const std::vector<std::string> csv = lines_of(read_file(stem + ".csv", &ok_csv));
     const std::vector<std::string> manifest = lines_of(read_file(stem + ".json", &ok_json));
     if (!ok_csv || !ok_json || csv.empty()) return "merge " + study + ": cannot read " + stem + ".csv and .json";
+    const auto configs = cli::parse_integer(member(manifest, "configurations"), 0, kMaxConfigurations);
+    const auto shard_seconds = cli::parse_finite(member(manifest, "seconds"));
+    if (!configs || !shard_seconds)
+      return "merge " + study + ": " + stem + ".json lacks \"configurations\" (an integer) or \"seconds\" (a number)";
     if (i == 0) {
       header = csv[0];
       manifest0 = manifest;
-      configurations = std::stoull(member(manifest, "configurations"));
-    } else if (csv[0] != header || std::stoull(member(manifest, "configurations")) != configurations) {
+      configurations = static_cast<std::size_t>(*configs);
+    } else if (csv[0] != header || static_cast<std::size_t>(*configs) != configurations) {
       return "merge " + study + ": " + stem + " is from a different grid (header or configurations differ)";
     }
-    seconds += std::stod(member(manifest, "seconds"));
+    seconds += *shard_seconds;
     std::size_t line = 1;
     std::stringstream spans(member(manifest, "config_rows"));
     for (std::string span; spans >> span;) {
       const auto colon = span.find(':');
-      const std::size_t config = std::stoull(span.substr(0, colon)), n = std::stoull(span.substr(colon + 1));
+      const auto config_index = colon == std::string::npos ? std::nullopt : cli::parse_integer(span.substr(0, colon), 0, *configs - 1);
+      const auto rows = colon == std::string::npos ? std::nullopt : cli::parse_integer(span.substr(colon + 1), 0, static_cast<std::int64_t>(csv.size()));
+      if (!config_index || !rows)
+        return "merge " + study + ": " + stem + ".json: \"config_rows\" entry '" + span + "' is not CONFIG:ROWS of its grid";
+      const auto config = static_cast<std::size_t>(*config_index), n = static_cast<std::size_t>(*rows);
       if (line + n > csv.size()) return "merge " + study + ": " + stem + ".csv has fewer rows than its manifest lists";
       by_config[config].assign(csv.begin() + static_cast<std::ptrdiff_t>(line),
                                csv.begin() + static_cast<std::ptrdiff_t>(line + n));

@@ -24,9 +24,12 @@ struct StudyGrid {
   std::function<std::string(const std::string& dir, const std::vector<std::string>& rows)> finish;
 };
 
+inline constexpr int kMaxShards = 100000;                      // --shard I/N: N at most this
+inline constexpr std::int64_t kMaxConfigurations = std::int64_t{1} << 30;  // a grid's configurations
+
 struct StudyRun {
   std::string dir;
-  int shard_index = 0, shard_count = 1;  // run configurations with i % count == index
+  int shard_index = 0, shard_count = 1;  // run configurations with i % count == index (count <= kMaxShards)
   int jobs = 1;                          // threads
   std::uint64_t seed = 0;
   std::int64_t samples = 0;

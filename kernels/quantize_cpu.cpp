@@ -1,3 +1,4 @@
+#include <limits>
 #include <sstream>
 
 #include "kernels/lane_quantize.hpp"
@@ -21,6 +22,8 @@ std::string validate(const QuantizeShape& s) {
     os << "block must be in 1.." << kMaxBlock << (s.packed() ? " and even" : "") << ", got " << block;
   } else if (s.cols % block != 0) {
     os << "cols (head_dim) = " << s.cols << " is not a multiple of the block size " << block;
+  } else if (s.rows > std::numeric_limits<std::int64_t>::max() / 4 / s.cols) {  // FP32 bytes of the tensor
+    os << "rows x cols = " << s.rows << " x " << s.cols << " is too large (its FP32 bytes overflow 64 bits)";
   }
   return os.str();
 }

@@ -1,5 +1,7 @@
 #include "proptests/harness/rapidcheck_bridge.hpp"
 
+#include "proptests/harness/runner.hpp"
+
 namespace kvq::props::bridge_detail {
 
 std::unordered_map<std::string, rc::detail::Reproduce> reproduce_map(const RunContext& ctx) {
@@ -46,3 +48,19 @@ Outcome outcome_of(const RunContext& ctx, const rc::detail::TestResult& result) 
 }
 
 }  // namespace kvq::props::bridge_detail
+
+namespace kvq::props {
+
+std::optional<std::vector<std::string>> reproduce_ids(const std::string& text) {
+  try {
+    const auto config = rc::detail::configFromString(text);
+    if (config.reproduce.empty()) return std::nullopt;
+    std::vector<std::string> ids;
+    for (const auto& [id, r] : config.reproduce) ids.push_back(id);
+    return ids;
+  } catch (...) {  // RapidCheck's parse errors (a malformed string)
+    return std::nullopt;
+  }
+}
+
+}  // namespace kvq::props

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ Totals totals(const std::vector<Result>& results);
 
 void print_summary(const std::vector<Result>& results, std::ostream& os);
 void print_failures(const std::vector<Result>& results, std::ostream& os);
+// The property ids a --reproduce string replays, or nullopt where it is not a replay string.
+std::optional<std::vector<std::string>> reproduce_ids(const std::string& text);
+
 std::string json_report(const std::vector<Result>& results, const RunOptions& options);
 
 }  // namespace kvq::props

@@ -149,6 +149,26 @@ TEST_CASE("ports-cli: safetensors files are read by key") {
   CHECK(bad.status == 2);
   CHECK(bad.err.find("codes: ") != std::string::npos);
   CHECK(bad.err.find("no tensor 'k' (holds: codes, scales)") != std::string::npos);
+
+  // Crafted headers (docs/cli.md, "Untrusted input"): each exits 2 naming the tensor, nothing allocated first.
+  const auto crafted = [&](const std::string& codes_entry) {
+    const std::string h = "{\"codes\":" + codes_entry + "}";
+    std::ofstream g((dir / "out" / "bad.safetensors").string(), std::ios::binary);
+    for (int i = 0; i < 8; ++i) g.put(static_cast<char>(static_cast<std::uint64_t>(h.size()) >> (8 * i)));
+    g << h << std::string(256, '\0');
+    g.close();
+    std::ofstream((dir / "out" / "manifest.json").string())
+        << "{\"tensors\": {\"x\": {\"file\": \"x.npy\"}, \"codes\": {\"file\": \"bad.safetensors\", \"key\": \"codes\"}}}";
+    return run(kvq::cli::verify_command, args);
+  };
+  for (const char* entry : {R"({"dtype":"U8","shape":[1e30],"data_offsets":[0,256]})",
+                            R"({"dtype":"U8","shape":[8,32],"data_offsets":[-256,0]})",
+                            R"({"dtype":"U8","shape":[4294967296,4294967296,16],"data_offsets":[0,256]})",
+                            R"({"dtype":"U8","shape":[1000000000000],"data_offsets":[0,1000000000000]})"}) {
+    const Run r = crafted(entry);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("bad.safetensors tensor 'codes'") != std::string::npos);
+  }
 }
 
 TEST_CASE("ports-cli: bad input exits 2 and names the file or role") {
@@ -173,6 +193,17 @@ TEST_CASE("ports-cli: bad input exits 2 and names the file or role") {
   r = run(kvq::cli::verify_command, args);
   CHECK(r.status == 2);
   CHECK(r.err.find("is not JSON") != std::string::npos);
+  // Manifest numbers out of range: a 33-bit global scale, a block of 1e30.
+  write_port("bad", kvq::ports::twin_kernel("nvfp4", kvq::recipe_from_name("nvfp4")->recipe));
+  const std::string tensors = "{\"tensors\": {\"x\": {\"file\": \"x.npy\"}, \"codes\": {\"file\": \"codes.npy\"}";
+  for (const auto& [rest, message] : {std::pair{std::string(", \"global_scale\": {\"bits\": \"0x1ffffffff\"}}}"),
+                                                "\"bits\" must be hex FP32 bits"},
+                                      std::pair{std::string("}, \"layout\": {\"block\": 1e30}}"), "\"block\" must be an integer"}}) {
+    std::ofstream((dir / "out" / "manifest.json").string()) << tensors + rest;
+    r = run(kvq::cli::verify_command, args);
+    CHECK(r.status == 2);
+    CHECK(r.err.find(message) != std::string::npos);
+  }
   CHECK(run(kvq::cli::verify_command, {"nvfp5", "--inputs", "a", "--outputs", "b"}).err.find("unknown recipe 'nvfp5'") !=
         std::string::npos);
   CHECK(run(kvq::cli::identify_command, {"--inputs", "a"}).status == 2);
