@@ -634,8 +634,8 @@ KVQ_HD inline BlockPlan two_level_rcp_plan(const Recipe& r, float g, float bmax)
 // elements, for code that encodes elements its own way (formats/packed_quantize.hpp). Its rules
 // are quantize_block's, held equal by the kernels' properties (packed/*: block by block against
 // quantize_block). The two-level rules are written twice on purpose: quantize_block built on these
-// plans (tried in sessions 4 and 5) put the 8-bit kernels' arrays in local memory, and raised the
-// nvfp4-4over6 kernel from 72 to 96 registers through its fallback path.
+// plans puts the 8-bit kernels' arrays in local memory and raises the nvfp4-4over6 kernel from 72
+// to 96 registers through its fallback path (docs/performance.md).
 // Not for engine variants (is_engine_variant: their fields are quantize_block's alone; every caller
 // gates on it).
 KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool any_nan) {

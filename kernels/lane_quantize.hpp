@@ -1,10 +1,10 @@
 // Quantizing E8M0-scaled blocks with the block split over lanes: each lane loads and encodes a
 // span of kLaneSpan elements, the lanes of a block combine their maxima (a warp shuffle on the
 // GPU, a loop in the CPU twin), and every lane applies the block's plan. Two shapes run here:
-// - the MLA FP8 tile of 128 (eight lanes): one thread per tile needed 155 registers and ran at
-//   65% of copy bandwidth;
+// - the MLA FP8 tile of 128 (eight lanes): one thread per tile needs 155 registers and runs
+//   slower (docs/performance.md);
 // - FP32 input in blocks of 32 (two lanes; mxfp4-*, mxfp8, mxint8, mxint4): one thread per block
-//   loads its 128 bytes at a 128-byte lane stride, 32 values in registers, and ran at 79-84%.
+//   loads its 128 bytes at a 128-byte lane stride, 32 values in registers, and runs slower.
 //
 // The codes and scale are quantize_block's (formats/recipes.hpp): the block max is the largest
 // |x| with NaN ignored, in any order; plan_block gives the same scale code and the same x * 2^-e

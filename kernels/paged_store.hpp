@@ -65,7 +65,7 @@ KVQ_HD inline std::int64_t token_stride(const PagedStoreShape& s, KvSide side) {
 
 // Items (paged_store_item): NVFP4 a (token, head, chunk) each, its chunk of K and then of V; FP8
 // a (side, token, head, chunk) each, K's tokens first (FP8 chunks are cheap: more of them in
-// flight kept the FP8 kernels faster, run 45).
+// flight keep the FP8 kernels faster, docs/performance.md).
 KVQ_HD inline bool paged_items_pair(const PagedStoreShape& s) { return s.layout.format == PagedFormat::nvfp4; }
 KVQ_HD inline std::int64_t paged_store_items(const PagedStoreShape& s) {
   return (paged_items_pair(s) ? 1 : 2) * s.tokens * s.layout.heads * (s.layout.head_dim / kPagedChunk);
@@ -192,9 +192,8 @@ KVQ_HD inline bool chunk_pairs(const PagedStoreShape& s) {
   return s.input != DType::fp32 && s.layout.format == PagedFormat::nvfp4;
 }
 // Loads a chunk's values (chunk_pairs: its pair words; kAligned: aligned_items holds, 16-byte loads
-// without a test). Cached loads, not streamed: an item's V chunk was prefetched into L1 during its
-// K chunk's work, and a streamed load did not find it there (paged 4over6 HND, BF16 / FP16:
-// streamed 79.4 / 79.6%, cached 80.8 / 81.4%, run 112).
+// without a test). Cached loads, not streamed: an item's V chunk is prefetched into L1 during its
+// K chunk's work, and a streamed load does not find it there (slower: docs/performance.md).
 template <bool kAligned = false>
 KVQ_HD inline void load_chunk(const PagedStoreShape& s, const void* input, std::int64_t first, ChunkValues* v) {
   if (chunk_pairs(s)) {

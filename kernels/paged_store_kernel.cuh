@@ -115,11 +115,12 @@ __device__ __forceinline__ void paged_store_items_loop(const PagedStoreShape& s,
 // The staged loop (fixed NVFP4 kernels, 16-bit input, staged_loads): each warp copies its next 32
 // items' K and V chunks and their slot into shared memory by cp.async while it quantizes the
 // current ones, so a whole item's work hides the loads' latency without registers holding them
-// (holding the next item in registers spilled, run 57). staged_loads asks that a token's
+// (holding the next item in registers spills). staged_loads asks that a token's
 // heads * head_dim / 16 items be a multiple of 32: a warp's 32 items are then one token's
 // neighbouring chunks, whose K (and V) values are 1024 contiguous bytes, copied 16 bytes a lane
 // in two instructions a side (copies of a lane's own chunk, 16 bytes at a 32-byte lane stride,
-// ran at 55-68%, runs 76 and 77), with one slot. A lane then reads its own item's chunk.
+// fetch every sector twice: docs/performance.md), with one slot. A lane then reads its own item's
+// chunk.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #error "the staged paged loop copies with cp.async (sm_80 and later; the build targets sm_90)"
 #endif
@@ -233,7 +234,7 @@ __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, c
   const std::int64_t items = paged_store_items(s);
   // NVFP4: the per-tensor scales' code tables once a thread block, from the reciprocals the host
   // computed (kernel parameters: computed here in registers, nvcc recomputed 1/g for every chunk;
-  // one thread computing them for the block cost a second barrier, run 74).
+  // one thread computing them for the block costs a second barrier; docs/performance.md).
   PagedTerms terms{};
   if constexpr (F == PagedFormat::nvfp4) {
     __shared__ CodeTerms shared_codes[2 * kE4m3Codes];  // K's table, then V's
@@ -269,15 +270,11 @@ __global__ void paged_store_kernel(PagedStoreShape shape, PagedScales scales, Pa
                                    PagedReciprocals reciprocals) {
   paged_store_body<C, F, T, Index, kLoop>(shape, scales, args, d, reciprocals);
 }
-// 4over6 with at least 7 thread blocks an SM: 72 registers. History: (128, 8) (64 registers) first
-// ran faster than no bound (run 39: paged 4over6 56 -> 60%), and (128, 7) no faster (runs 46, 50),
-// (128, 6) and (128, 5) slower; the same bounds on every kernel raised the others' registers
-// (nvfp4 40 -> 64) and slowed them. Session 8 (runs 54-58): V prefetched into L1 with K's load,
-// 72 -> 75-76%; holding V, or the next item's chunks, in registers spills and runs slower (60-70%)
-// at (128, 8), (128, 7) and (128, 6); so do one rolled copy of the chunk code for K and V, and one
-// resident wave of thread blocks. Session 11: with the usual 4over6 block in one test, the aligned
-// loop and the row steps, (128, 8) spills 64-80 bytes and (128, 7) 16-32, and (128, 7) is the
-// faster (run 113, BF16 NHD / HND: 82.0 / 81.8% against 80.4 / 80.3%).
+// 4over6 with at least 7 thread blocks an SM: 72 registers and 16-32 bytes of stack, the fastest
+// measured; (128, 8) spills 64-80 bytes and runs slower. The same bounds on every kernel raise the
+// others' registers (nvfp4 40 -> 64) and slow them. Holding V, or the next item's chunks, in
+// registers spills and runs slower; so do one rolled copy of the chunk code for K and V, and one
+// resident wave of thread blocks (docs/performance.md).
 template <int C, PagedFormat F, DType T, typename Index, PagedLoop kLoop>
 __global__ void __launch_bounds__(kThreads, 7)
     paged_store_kernel_occupied(PagedStoreShape shape, PagedScales scales, PagedStoreArgs args, PagedDividers d,
@@ -287,9 +284,8 @@ __global__ void __launch_bounds__(kThreads, 7)
 template <int C>
 constexpr bool kOccupiedOf = C != kGeneric && kFixed[C].style == TwoLevel::four_over_six;
 // The kernels with a staged form (paged_store_staged_loop), taken where staged_loads allows: the
-// fixed NVFP4 ones but 4over6 (runs 82 and 83: staged paged nvfp4 HND 84 -> 90%, nvfp4-vllm 86-88 ->
-// 92-96%; 4over6, whose chunks take about 460 instructions, is issue-bound: staged 72-74% at
-// (128, 8) and (128, 7), 69-72% with K and V through one rolled copy, against 75-76% unstaged).
+// fixed NVFP4 ones but 4over6, whose chunks take about 460 instructions: it is issue-bound, and the
+// staged copies add more instructions than the stalls they save (docs/performance.md).
 template <int C, PagedFormat F>
 constexpr bool kStagedOf = C != kGeneric && F == PagedFormat::nvfp4 && !kOccupiedOf<C>;
 

@@ -386,8 +386,8 @@ KVQ_HD inline void encode_byte_words(const Recipe& r, const float* q, std::uint3
 // The elements of quantize_block's per-tensor case: plan_block's rule for g (x / g, x * (1/g), or
 // x * 0 where g = 0), then encode_byte_words; elements [first, first + kSpan) of the row-major
 // tensor.
-// kStreamed: the memory access policy (io::load_values); the kernel streams dividing spans only
-// (run 68: streaming cost the multiplying spans 2% of copy and gained the dividing ones 1.5%).
+// kStreamed: the memory access policy (io::load_values); the kernel streams dividing spans only:
+// each policy is the faster for its op (docs/performance.md).
 KVQ_HD constexpr int kTensorSpanOf(DType input) { return input == DType::fp32 ? 4 : 8; }
 template <int kSpan, bool kStreamed = true>
 KVQ_HD inline void quantize_tensor_span(const Recipe& r, const BlockPlan& p, DType input, const void* x,

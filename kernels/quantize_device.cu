@@ -84,7 +84,7 @@ constexpr bool kLaneSplitOf = C != kGeneric && kFixed[C].scale == BlockScale::e8
 
 // Whether configuration C with input T runs the pipelined loop (where x is 16-byte aligned): a
 // packed block of BF16 or FP16 pair words, the next block's words loaded while this one is
-// quantized (4over6, whose per-block work hides the load: BF16 81 -> 87%, FP16 79 -> 85-87%).
+// quantized (4over6, whose per-block work hides the load; docs/performance.md).
 template <int C, DType T>
 constexpr bool kPipelinedOf = kOccupiedOf<C> && T != DType::fp32 && kBlockOf<C> % 8 == 0;
 
@@ -155,9 +155,8 @@ template <int C, DType T>
 __global__ void quantize_kernel(QuantizeShape shape, const void* x, float g, std::uint8_t* codes, std::uint8_t* scales) {
   quantize_body<C, T>(shape, x, g, codes, scales);
 }
-// 4over6 with 7 thread blocks of 128 an SM (72 registers) and the pipelined 16-bit loop: 81 -> 87%
-// (session 8, run 53: the lean loop 83%, pipelined 86.5% at (128, 8), which spills 104 bytes, and
-// 86.9% at (128, 7), 32 bytes). In session 7, (128, 8) took it 77.9 -> 81.2% (run 48).
+// 4over6 with 7 thread blocks of 128 an SM (72 registers, 32 bytes of stack) and the pipelined
+// 16-bit loop: the fastest measured; (128, 8) spills 104 bytes and runs slower (docs/performance.md).
 template <int C, DType T>
 __global__ void __launch_bounds__(128, 7)
     quantize_kernel_occupied(QuantizeShape shape, const void* x, float g, std::uint8_t* codes, std::uint8_t* scales) {
@@ -166,8 +165,8 @@ __global__ void __launch_bounds__(128, 7)
 
 // Fixed shapes: a thread per span of kDequantizeSpan elements (every fixed block is a multiple),
 // kDequantizeSpanFp32 for FP32 output: 16 bytes of output a thread, so a warp reads and writes
-// contiguous bytes (run 60: FP32 output in spans of 8, two 16-byte stores at a 32-byte lane
-// stride, ran at 61-76% of copy); the generic shape: a thread per block.
+// contiguous bytes (spans of 8, two 16-byte stores at a 32-byte lane stride, half-fill every sector:
+// docs/performance.md); the generic shape: a thread per block.
 constexpr bool spans_divide_fixed_blocks() {
   for (const Config& c : kFixed)
     if (c.block % kDequantizeSpan || c.block % kDequantizeSpanFp32) return false;

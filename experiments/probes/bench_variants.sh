@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Interleaved timing of several kvq builds on one GPU (how the docs/results sessions compare a
-# change with its base): each round runs `kvq bench BENCH_ARGS` once a build, in turn, so drift in
+# Interleaved timing of several kvq builds on one GPU (how a change is compared with its base,
+# docs/performance.md): each round runs `kvq bench BENCH_ARGS` once a build, in turn, so drift in
 # clocks or temperature falls on every build alike. Each run's table goes to OUTDIR/NAME-rK.txt;
 # the summary prints every row's "of copy" per round and their median, a build a column.
 #
