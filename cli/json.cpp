@@ -1,5 +1,7 @@
 #include "cli/json.hpp"
 
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
 
 namespace kvq::cli {
@@ -16,6 +18,7 @@ struct Parser {
   const std::string& s;
   std::size_t p = 0;
   std::string error;
+  std::size_t values = 0;
 
   void space() {
     while (p < s.size() && (s[p] == ' ' || s[p] == '\n' || s[p] == '\r' || s[p] == '\t')) ++p;
@@ -42,6 +45,8 @@ struct Parser {
       if (e == 'n') *out += '\n';
       else if (e == 't') *out += '\t';
       else if (e == 'u') {  // kept as '?': manifests are ASCII names and paths
+        for (int i = 1; i <= 4; ++i)
+          if (p + i >= s.size() || !std::isxdigit(static_cast<unsigned char>(s[p + i]))) return fail("bad \\u escape");
         p += 4;
         *out += '?';
       } else *out += e;
@@ -52,6 +57,7 @@ struct Parser {
   }
   bool value(Json* out, int depth) {
     if (depth > 64) return fail("nesting too deep");
+    if (++values > kMaxJsonValues) return fail("more than " + std::to_string(kMaxJsonValues) + " values");
     space();
     if (p >= s.size()) return fail("unexpected end");
     const char c = s[p];
@@ -101,11 +107,29 @@ struct Parser {
       return literal(c == 't' ? "true" : "false");
     }
     if (c == 'n') return literal("null");
-    char* end = nullptr;
+    // -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, then strtod over exactly that text
+    const auto digits = [&] {
+      const std::size_t from = p;
+      while (p < s.size() && s[p] >= '0' && s[p] <= '9') ++p;
+      return p > from;
+    };
+    const std::size_t start = p;
+    if (p < s.size() && s[p] == '-') ++p;
+    if (p < s.size() && s[p] == '0') {
+      ++p;
+    } else if (!digits()) {
+      p = start;
+      return fail("unexpected character");
+    }
+    if (p < s.size() && s[p] == '.' && (++p, !digits())) return fail("expected digits after '.'");
+    if (p < s.size() && (s[p] == 'e' || s[p] == 'E')) {
+      ++p;
+      if (p < s.size() && (s[p] == '+' || s[p] == '-')) ++p;
+      if (!digits()) return fail("expected digits in the exponent");
+    }
     out->kind = Json::Kind::number;
-    out->number = std::strtod(s.c_str() + p, &end);
-    if (end == s.c_str() + p) return fail("unexpected character");
-    p = static_cast<std::size_t>(end - s.c_str());
+    out->number = std::strtod(s.substr(start, p - start).c_str(), nullptr);
+    if (!std::isfinite(out->number)) return fail("number out of range");
     return true;
   }
 };

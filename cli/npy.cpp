@@ -76,7 +76,8 @@ std::string read_npy(const std::string& path, NpyArray* out) {
   if (!in) return "cannot open " + path;
   char magic[8];
   if (!in.read(magic, 8) || std::string(magic, 6) != "\x93NUMPY") return path + " is not a .npy file";
-  if (magic[6] < 1 || magic[6] > 3) return path + ": .npy format version " + std::to_string(magic[6]) + " is not 1, 2 or 3";
+  const int version = static_cast<unsigned char>(magic[6]);
+  if (version < 1 || version > 3) return path + ": .npy format version " + std::to_string(version) + " is not 1, 2 or 3";
   std::uint32_t header_length = 0;
   int prefix = 10;
   if (magic[6] == 1) {
@@ -99,7 +100,7 @@ std::string read_npy(const std::string& path, NpyArray* out) {
   if (header_value(header, "fortran_order") != "False") return path + ": Fortran order is not supported";
   const std::string shape_text = header_value(header, "shape");
   const auto shape = parse_shape(shape_text);
-  if (!shape) return path + ": shape '" + shape_text + "' is not a tuple of non-negative integers";
+  if (!shape) return path + ": shape '" + shape_text.substr(0, 64) + "' is not a tuple of non-negative integers";
   const auto count = checked_product(*shape);
   const auto bytes = count ? checked_mul(*count, item_size(descr)) : std::nullopt;
   const std::int64_t data_bytes = file_bytes - prefix - header_length;

@@ -80,12 +80,12 @@ std::string load_port(const PortFiles& files, LoadedPort* out) {
     if (!std::filesystem::exists(path)) path = files.inputs + "/manifest.json";
   }
   out->manifest = path;
-  std::ifstream in(path);
-  if (!in) return "manifest: cannot open " + path + " (give --manifest FILE, or put manifest.json in --outputs)";
-  std::stringstream text;
-  text << in.rdbuf();
+  if (!std::filesystem::exists(path))
+    return "manifest: cannot open " + path + " (give --manifest FILE, or put manifest.json in --outputs)";
+  std::string text;
+  if (auto e = read_text_file(path, 16 << 20, &text); !e.empty()) return "manifest: " + e;
   Json m;
-  if (auto e = parse_json(text.str(), &m); !e.empty()) return "manifest: " + path + " is not JSON: " + e;
+  if (auto e = parse_json(text, &m); !e.empty()) return "manifest: " + path + " is not JSON: " + e;
   if (m.kind != Json::Kind::object) return "manifest: " + path + " must be a JSON object";
   out->recipe = text_of(m.get("recipe"));
   const Json* tensors = m.get("tensors");

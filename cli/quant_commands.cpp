@@ -200,15 +200,17 @@ int dequant_command(const Args& args, std::ostream& out, std::ostream& err) {
     return 2;
   }
   const std::string meta_path = o.in + "/quant.json";
-  std::ifstream meta_file(meta_path);
-  std::stringstream meta;
-  meta << meta_file.rdbuf();
-  if (!meta_file) {
+  if (!std::filesystem::exists(meta_path)) {
     err << "kvq dequant: --in: no " << meta_path << " (write it with kvq quant)\n";
     return 2;
   }
+  std::string meta;
+  if (auto e = read_text_file(meta_path, 1 << 20, &meta); !e.empty()) {
+    err << "kvq dequant: --in: " << e << "\n";
+    return 2;
+  }
   QuantJson q;
-  if (auto e = read_quant_json(meta.str(), meta_path, &q); !e.empty()) {
+  if (auto e = read_quant_json(meta, meta_path, &q); !e.empty()) {
     err << "kvq dequant: " << e << "\n";
     return 2;
   }

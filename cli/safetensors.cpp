@@ -26,23 +26,27 @@ std::string read_safetensors(const std::string& path, const std::string& name, N
   if (!in.read(reinterpret_cast<char*>(len), 8)) return path + " is not a .safetensors file (shorter than 8 bytes)";
   std::uint64_t header_length = 0;
   for (int i = 7; i >= 0; --i) header_length = header_length << 8 | len[i];
-  if (header_length == 0 || header_length > (100u << 20) || header_length > static_cast<std::uint64_t>(file_bytes - 8))
+  // 16 MiB: far past a real header (a few KB a thousand tensors), and what parse_json holds in memory stays < 2 GB
+  if (header_length == 0 || header_length > (16u << 20) || header_length > static_cast<std::uint64_t>(file_bytes - 8))
     return path + ": implausible header length " + std::to_string(header_length);
   std::string header(header_length, '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(header_length))) return path + ": truncated header";
   Json json;
   if (auto e = parse_json(header, &json); !e.empty()) return path + ": header is not JSON: " + e;
+  if (json.kind != Json::Kind::object) return path + ": header is not a JSON object";
   const Json* entry = nullptr;
   std::string names;
+  int tensors = 0;
   for (const auto& [k, v] : json.members) {
     if (k == "__metadata__") continue;
+    ++tensors;
     names += (names.empty() ? "" : ", ") + k;
     if (k == name || (name.empty() && !entry)) entry = &v;
   }
-  const bool several = names.find(',') != std::string::npos;
-  if (!entry || (name.empty() && several))
+  if (tensors == 0) return path + ": holds no tensor";
+  if (!entry || (name.empty() && tensors > 1))
     return path + ": " + (name.empty() ? "several tensors, name one with \"key\"" : "no tensor '" + name + "'") +
-           " (holds: " + names + ")";
+           " (holds: " + names.substr(0, 256) + (names.size() > 256 ? ", ..." : "") + ")";
   const Json* type = entry->get("dtype");
   const Json* shape = entry->get("shape");
   const Json* offsets = entry->get("data_offsets");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 namespace kvq::cli {
@@ -106,6 +107,16 @@ std::string file_size(const std::string& path, std::int64_t* out) {
   const auto size = std::filesystem::file_size(path, ec);
   if (ec || size > static_cast<std::uintmax_t>(kMax)) return "cannot read the size of " + path;
   *out = static_cast<std::int64_t>(size);
+  return {};
+}
+
+std::string read_text_file(const std::string& path, std::int64_t max_bytes, std::string* out) {
+  std::int64_t size = 0;
+  if (auto e = file_size(path, &size); !e.empty()) return e;
+  if (size > max_bytes) return path + " holds " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) + " allowed";
+  std::ifstream in(path, std::ios::binary);
+  out->assign(static_cast<std::size_t>(size), '\0');
+  if (!in.read(out->data(), size)) return "cannot read " + path;
   return {};
 }
 

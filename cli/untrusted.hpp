@@ -36,5 +36,8 @@ std::string integer_option(std::string_view name, std::string_view text, int min
 
 // The size in bytes of a regular file: "" and *out, or a message naming the path.
 std::string file_size(const std::string& path, std::int64_t* out);
+// The whole text of a regular file of at most max_bytes (manifests, quant.json): "" and *out, or a
+// message naming the path.
+std::string read_text_file(const std::string& path, std::int64_t max_bytes, std::string* out);
 
 }  // namespace kvq::cli
