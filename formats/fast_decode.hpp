@@ -118,7 +118,7 @@ KVQ_HD inline NibbleScaling nibble_requant_scaling(const Recipe& r, std::uint8_t
   if (r.scale == BlockScale::e4m3_two_level) return nibble_scaling(r, scale_code, factor);
   NibbleScaling k = nibble_scaling(r, scale_code, 1.0f);  // k.g = 2^e
   k.g = factor * k.g;
-  k.lean = k.lean && fabsf(k.g) <= 3.4028235e38f;
+  k.lean = k.lean && fabsf(k.g) <= kFp32Max;
   return k;
 }
 
@@ -173,7 +173,7 @@ struct ByteRequantScaling {
 KVQ_HD inline ByteRequantScaling byte_requant_scaling(const Recipe& r, std::uint8_t scale_code, float factor) {
   float g = r.scale == BlockScale::e8m0_pow2 ? factor * block_scale_value(r, scale_code) : factor;  // 0xFF: NaN
   if (r.element == FormatId::int8) g = g * 0x1p-6f;
-  return {r.scale != BlockScale::e4m3_two_level && fabsf(g) <= 3.4028235e38f, g};
+  return {r.scale != BlockScale::e4m3_two_level && fabsf(g) <= kFp32Max, g};
 }
 // Whether a word holds an E4M3 NaN code (low seven bits all set): adding 1 to each byte's low seven
 // bits carries into its top bit only there, and never into the next byte.
@@ -203,7 +203,7 @@ KVQ_HD inline ByteScaling byte_scaling(const Recipe& r, std::uint8_t scale_code,
   const bool int8 = r.element == FormatId::int8;
   if (r.scale == BlockScale::e8m0_pow2)
     return {scale_code != 0xFF, block_scale_value(r, scale_code) * (int8 ? 0x1p-6f : 1.0f)};
-  if (r.scale == BlockScale::tensor_only && !int8) return {fabsf(g) <= 3.4028235e38f, g};
+  if (r.scale == BlockScale::tensor_only && !int8) return {fabsf(g) <= kFp32Max, g};
   return {false, g};
 }
 

@@ -39,6 +39,13 @@ KVQ_HD inline double double_from_bits(std::uint64_t b) {
 #endif
 }
 
+// FP32's largest finite value: |x| <= kFp32Max is finite and not NaN (NaN compares false).
+inline constexpr float kFp32Max = 3.4028235e38f;
+// The canonical NaN (quiet, sign clear) that GPU arithmetic writes and kvq's contract uses
+// wherever a NaN is produced (docs/recipes.md).
+inline constexpr std::uint32_t kCanonicalNanBits = 0x7fc00000u;
+KVQ_HD inline float canonical_nan() { return float_from_bits(kCanonicalNanBits); }
+
 // FP32 or FP64 input, rounded once (FP64 never goes through FP32).
 KVQ_HD inline std::uint64_t encode_float(Format f, const Conversion& c, float x, std::uint32_t random_bits = 0) {
   return encode(f, c, unpack(kFP32, bits_of(x)), random_bits);

@@ -410,7 +410,7 @@ KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, const std::uint32_
 // divide_by_reciprocal is exact; positive (+0 included), as the words take each sign from x (a
 // negative g can make torchao's clamped-scale multiplier negative).
 KVQ_HD inline bool packable(const BlockPlan& p) {
-  return (p.op == ElementOp::multiply && (bits_of(p.by) >> 31) == 0u && p.by <= 3.4028235e38f) ||
+  return (p.op == ElementOp::multiply && (bits_of(p.by) >> 31) == 0u && p.by <= kFp32Max) ||
          (p.op == ElementOp::divide && p.by >= kDivideByReciprocalMin && p.by <= kDivideByReciprocalMax);
 }
 
@@ -566,7 +566,7 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_packed(const Recipe& r, con
       std::uint8_t scale = 0;
       if (packed_detail::four_over_six_usual<kN>(r, t, x, signs, m, words, &scale)) return scale;
     }
-    if (m <= 3.4028235e38f) {  // finite: m is the block max, and no element is NaN
+    if (m <= kFp32Max) {  // finite: m is the block max, and no element is NaN
       if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six) {
         std::uint8_t scale = 0;
         if (packed_detail::four_over_six_words<kN>(r, t, x, signs, m, words, &scale)) return scale;

@@ -212,7 +212,7 @@ KVQ_HD constexpr Conversion scale_conversion() {  // E4M3 block scales: cvt.rn.s
 // A NaN stays NaN, canonical (GPU arithmetic writes 0x7FFFFFFF, whose BF16 bits give code 0x3).
 // An infinite v is NaN too: the package multiplies each rounding by a 0/1 mask (inf * 0).
 KVQ_HD inline float e2m1_by_rounding_value(float v) {
-  if (v != v || v - v != 0.0f) return float_from_bits(0x7fc00000u);
+  if (v != v || v - v != 0.0f) return canonical_nan();
   const float a = float_from_bits(bits_of(v) & 0x7fffffffu);
   float m = 0.0f;
   if (a < 2.0f) {
@@ -256,7 +256,7 @@ KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t encode_element_variant(Recipe r,
     case ElementCast::e2m1_by_rounding: return e2m1_code_of_rounded(e2m1_by_rounding_value(v));
     case ElementCast::nonsaturating:  // a NaN quotient is the GPU's canonical +NaN (0x7F)
       return static_cast<std::uint8_t>(
-          encode_float(format_of(r.element), element_conversion(r), v != v ? float_from_bits(0x7fc00000u) : v));
+          encode_float(format_of(r.element), element_conversion(r), v != v ? canonical_nan() : v));
     case ElementCast::satfinite_unsigned_zero: return encode_element_satfinite(r, v == 0.0f ? 0.0f : v);
     case ElementCast::satfinite_negative_zero: return encode_element_satfinite(r, v == 0.0f ? -0.0f : v);
     case ElementCast::satfinite: break;
@@ -315,6 +315,12 @@ KVQ_HD inline int ceil_log2(float x) { return floor_log2(x) + (is_power_of_two(x
 // 2^k as an FP32, k in [-127, 127] (2^-127 is the subnormal 0x00400000).
 KVQ_HD inline float pow2_float(int k) {
   return float_from_bits(k >= -126 ? static_cast<std::uint32_t>(k + 127) << 23 : 0x00400000u);
+}
+// A block exponent clamped to what an E8M0 byte stores (2^-127 .. 2^127; 0xFF is NaN).
+KVQ_HD constexpr int e8m0_exponent_clamp(int e) { return e < -127 ? -127 : (e > 127 ? 127 : e); }
+// The value of an E8M0 scale byte: 2^(code - 127), and NaN for 0xFF (the format's only NaN).
+KVQ_HD inline float e8m0_value(std::uint8_t code) {
+  return code == 0xFF ? canonical_nan() : pow2_float(static_cast<int>(code) - 127);
 }
 
 // The tensor decode scale of a two-level or tensor-only recipe.
@@ -442,7 +448,7 @@ KVQ_HD inline std::uint8_t amax_encode_candidate(const Recipe& r, float amax, co
     if (expand) s = s * 1.5f;
     // The package's .to(float8_e4m3fn), which does not saturate: s <= 384 for finite enc, but a tiny
     // amax overflows enc to inf, s to inf, and the scale to NaN (0x7F), as the package stores it.
-    if (s != s) s = float_from_bits(0x7fc00000u);  // the GPU's NaN (inf * 0) is +NaN: 0x7F
+    if (s != s) s = canonical_nan();  // the GPU's NaN (inf * 0) is +NaN: 0x7F
     sf8 = static_cast<std::uint8_t>(encode_float(kE4M3FN, convention_rule(ConventionId::torch, FormatId::e4m3fn).conversion, s));
   }
   const float sf = e4m3_value_fast(sf8);
@@ -549,15 +555,15 @@ KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float*
     case BlockScale::e4m3_two_level: return quantize_two_level(r, g, x, n, bmax, codes);
     case BlockScale::e8m0_pow2: {
       const bool mx = r.pow2 != Pow2Rule::ceil_ratio;
-      if ((mx && any_nan) || bmax > 3.4028235e38f) {  // NaN or inf block: scale NaN (0xFF)
+      if ((mx && any_nan) || bmax > kFp32Max) {  // NaN or inf block: scale NaN (0xFF)
         KVQ_UNROLL
-        for (int i = 0; i < n; ++i) codes[i] = encode_element(r, float_from_bits(0x7fc00000u));
+        for (int i = 0; i < n; ++i) codes[i] = encode_element(r, canonical_nan());
         return 0xFF;
       }
       // A zero block: 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13, SGLang: 2^-33;
       // vLLM's MODEL1 writer floors bmax).
       int e = bmax == 0.0f && r.pow2 != Pow2Rule::ceil_ratio && !r.ratio_floor_on_bmax ? -127 : pow2_exponent(r, bmax);
-      e = e < -127 ? -127 : (e > 127 ? 127 : e);
+      e = e8m0_exponent_clamp(e);
       // x * 2^-e is exact in FP32 except for FP32-subnormal products, which every element
       // format rounds to +-0 from the exact value too: the exact scaling, rounded once.
       // (torchao divides by max(2^e, 2^-126): Recipe::pow2_min_normal_divisor.)
@@ -646,11 +652,11 @@ KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool an
                  : recipe_detail::two_level_rcp_plan(r, g, bmax);
     case BlockScale::e8m0_pow2: {
       const bool mx = r.pow2 != Pow2Rule::ceil_ratio;
-      if ((mx && any_nan) || bmax > 3.4028235e38f) return {0xFF, ElementOp::nan, 0.0f};  // NaN or inf block
+      if ((mx && any_nan) || bmax > kFp32Max) return {0xFF, ElementOp::nan, 0.0f};  // NaN or inf block
       // A zero block: 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13, SGLang: 2^-33;
       // vLLM's MODEL1 writer floors bmax).
       int e = bmax == 0.0f && r.pow2 != Pow2Rule::ceil_ratio && !r.ratio_floor_on_bmax ? -127 : pow2_exponent(r, bmax);
-      e = e < -127 ? -127 : (e > 127 ? 127 : e);
+      e = e8m0_exponent_clamp(e);
       // x * 2^-e is exact in FP32 except for FP32-subnormal products, which every element
       // format rounds to +-0 from the exact value too: the exact scaling, rounded once.
       return {static_cast<std::uint8_t>(e + r.e8m0_bias), ElementOp::multiply, pow2_float(-e)};
@@ -668,7 +674,7 @@ KVQ_HD inline float block_scale_value(const Recipe& r, std::uint8_t scale_code) 
   switch (r.scale) {
     case BlockScale::e4m3_two_level: return e4m3_value_fast(scale_code);
     case BlockScale::e8m0_pow2:
-      return scale_code == 0xFF ? float_from_bits(0x7fc00000u) : pow2_float(static_cast<int>(scale_code) - 127);
+      return e8m0_value(scale_code);
     case BlockScale::tensor_only: return 1.0f;
   }
   return 0.0f;
@@ -689,7 +695,7 @@ KVQ_HD inline float dequantize_scaled_element(const Recipe& r, float g, float sc
     case BlockScale::e8m0_pow2: y = v * scale; break;
     case BlockScale::tensor_only: y = v * g; break;
   }
-  return y != y ? float_from_bits(0x7fc00000u) : y;
+  return y != y ? canonical_nan() : y;
 }
 KVQ_HD inline float dequantize_element(const Recipe& r, float g, std::uint8_t scale_code, std::uint8_t code) {
   return dequantize_scaled_element(r, g, block_scale_value(r, scale_code), code);
@@ -703,8 +709,7 @@ KVQ_HD inline std::uint8_t requantize_e4m3(const Recipe& r, std::uint8_t scale_c
   double scale = 1.0;
   if (r.scale == BlockScale::e4m3_two_level) scale = e4m3_value_fast(scale_code);
   if (r.scale == BlockScale::e8m0_pow2)
-    scale = scale_code == 0xFF ? static_cast<double>(float_from_bits(0x7fc00000u))
-                               : static_cast<double>(pow2_float(static_cast<int>(scale_code) - 127));
+    scale = static_cast<double>(e8m0_value(scale_code));
   const double exact = (static_cast<double>(element_value(r, code)) * scale) * static_cast<double>(factor);
   return e4m3_satfinite_from_double_fast(exact);  // == encode_double(kE4M3FN, scale_conversion(), exact)
 }

@@ -61,7 +61,7 @@ KVQ_HD inline SpanMax combine(SpanMax a, SpanMax b) { return {a.max > b.max ? a.
 KVQ_HD inline void encode_span(const QuantizeShape& s, const BlockPlan& p, SpanMax m, const float* x,
                                std::uint32_t* words) {
   const Recipe& r = s.recipe;
-  if (s.packed() && has_packed_fast_form(r) && !m.nan && m.max <= 3.4028235e38f && p.op == ElementOp::multiply &&
+  if (s.packed() && has_packed_fast_form(r) && !m.nan && m.max <= kFp32Max && p.op == ElementOp::multiply &&
       packed_detail::packable(p)) {
     std::uint32_t signs[kLaneSpan / 8];
     KVQ_UNROLL
@@ -72,7 +72,7 @@ KVQ_HD inline void encode_span(const QuantizeShape& s, const BlockPlan& p, SpanM
   }
   float q[kLaneSpan];
   KVQ_UNROLL
-  for (int i = 0; i < kLaneSpan; ++i) q[i] = p.op == ElementOp::nan ? float_from_bits(0x7fc00000u) : x[i] * p.by;
+  for (int i = 0; i < kLaneSpan; ++i) q[i] = p.op == ElementOp::nan ? canonical_nan() : x[i] * p.by;
   if (!s.packed()) {
     encode_byte_words<kLaneSpan>(r, q, words);
     return;

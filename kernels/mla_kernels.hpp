@@ -72,7 +72,7 @@ KVQ_HD inline std::uint32_t load_u32(const std::uint8_t* p) {
   return p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
 }
 KVQ_HD inline std::uint16_t load_u16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
-KVQ_HD inline float canonical(float v) { return v != v ? float_from_bits(0x7fc00000u) : v; }
+KVQ_HD inline float canonical(float v) { return v != v ? canonical_nan() : v; }
 // FP64 -> BF16, RNE, IEEE overflow, rounded ONCE: to FP32 rounding to odd (toward zero, the last
 // bit set when inexact), then RNE to BF16 (formats/fast_paths.hpp's E4M3 path does the same).
 // FP32's 24 bits cover BF16's 8 plus a rounding and a sticky bit over BF16's whole range,
@@ -90,7 +90,7 @@ KVQ_HD inline std::uint16_t bf16_rne_from_double(double x) {
 // The FP32 value of a stored tile scale (656: FP32 bits; MODEL1: an E8M0 byte, 0xFF = NaN).
 KVQ_HD inline float tile_scale(const MlaLayout& l, const std::uint8_t* p) {
   if (l.segment(MlaPart::tile_scales).format == FormatId::fp32) return float_from_bits(load_u32(p));
-  return p[0] == 0xFF ? float_from_bits(0x7fc00000u) : pow2_float(static_cast<int>(p[0]) - 127);
+  return e8m0_value(p[0]);
 }
 
 }  // namespace mla_detail
@@ -166,9 +166,9 @@ KVQ_HD inline float mla_load_nope_chunk(const MlaLayout& l, const std::uint16_t*
 // The tile's E8M0 scale code from its max: quantize_block's e8m0_pow2 branch for a ratio-floor
 // rule (NaN elements do not poison it; an inf max gives 0xFF).
 KVQ_HD inline std::uint8_t mla_tile_scale_code(const Recipe& r, float bmax) {
-  if (bmax > 3.4028235e38f) return 0xFF;
+  if (bmax > kFp32Max) return 0xFF;
   int e = pow2_exponent(r, bmax);
-  e = e < -127 ? -127 : (e > 127 ? 127 : e);
+  e = e8m0_exponent_clamp(e);
   return static_cast<std::uint8_t>(e + 127);
 }
 
@@ -180,7 +180,7 @@ KVQ_HD inline void mla_store_nope_chunk(const MlaCacheShape& c, const float* val
   std::uint8_t codes[kQuantChunk];
   KVQ_UNROLL
   for (int i = 0; i < kQuantChunk; ++i)
-    codes[i] = encode_element(r, scale_code == 0xFF ? float_from_bits(0x7fc00000u) : values[i] * down);
+    codes[i] = encode_element(r, scale_code == 0xFF ? canonical_nan() : values[i] * down);
   io::store_bytes(cache + c.part(slot, MlaPart::nope) + j * kQuantChunk, codes, kQuantChunk);
 }
 
@@ -196,7 +196,7 @@ KVQ_HD inline void mla_store_tile_scales(const MlaCacheShape& c, const std::uint
     if (t >= l.tiles()) break;
     const std::uint8_t e8m0 = scale_codes[t];
     if (scales.format == FormatId::fp32)
-      store_u32(bytes + 4 * t, e8m0 == 0xFF ? 0x7fc00000u : bits_of(pow2_float(static_cast<int>(e8m0) - 127)));
+      store_u32(bytes + 4 * t, bits_of(e8m0_value(e8m0)));
     else
       bytes[t] = e8m0;
   }

@@ -39,7 +39,7 @@ std::string validate_scales(const PagedStoreShape& s, const PagedScales& scales)
   for (const auto& [name, values] : {std::pair{"k", scales.k}, std::pair{"v", scales.v}}) {
     for (std::int64_t h = 0; h < count; ++h) {
       const float x = values[h];
-      if (!(x > 0.0f) || x > 3.4028235e38f) {  // NaN, <= 0, inf
+      if (!(x > 0.0f) || x > kFp32Max) {  // NaN, <= 0, inf
         std::ostringstream os;
         os << name << what << "[" << h << "] must be finite and > 0, got " << x;
         return os.str();
