@@ -68,9 +68,7 @@ int convert_stream(const char* command, std::istream& in, std::ostream& out, std
   };
   const auto run = [&](std::string_view text, Part* p) {
     while (!text.empty()) {
-      const auto newline = text.find('\n');
-      const std::string_view line = text.substr(0, newline);
-      text = newline == std::string_view::npos ? std::string_view() : text.substr(newline + 1);
+      const std::string_view line = take_line(&text);
       ++p->lines;
       const auto meant = meaningful(line);
       if (meant && !convert(*meant, &p->out)) {

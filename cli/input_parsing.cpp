@@ -69,12 +69,11 @@ std::optional<std::uint64_t> parse_code(std::string_view text, int bits) {
   return value;
 }
 
-bool LineReader::take(bool block, std::string_view* out) {
+bool LineReader::next_block(std::string_view* out) {
   while (true) {
-    // a line: up to the next '\n'; a block: up to the last one read so far
-    const auto end = block ? buffer_.rfind('\n') : buffer_.find('\n', begin_);
+    const auto end = buffer_.rfind('\n');  // the last '\n' read so far
     if (end != std::string::npos && end >= begin_) {
-      *out = std::string_view(buffer_).substr(begin_, end + (block ? 1 : 0) - begin_);
+      *out = std::string_view(buffer_).substr(begin_, end + 1 - begin_);
       begin_ = end + 1;
       return true;
     }

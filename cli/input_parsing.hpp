@@ -19,19 +19,25 @@ std::optional<std::uint64_t> parse_code(std::string_view text, int bits);
 // Trimmed line, or nullopt for a blank line or a '#' comment.
 std::optional<std::string_view> meaningful(std::string_view line);
 
-// The lines of a stream, read in large blocks (encode and decode stream tens of millions of lines).
+// The first line of *text without its '\n' (the whole text where it has none), removed from *text.
+inline std::string_view take_line(std::string_view* text) {
+  const auto newline = text->find('\n');
+  const std::string_view line = text->substr(0, newline);
+  *text = newline == std::string_view::npos ? std::string_view() : text->substr(newline + 1);
+  return line;
+}
+
+// The lines of a stream, read in large blocks (encode and decode stream tens of millions of lines);
+// take_line splits a block.
 class LineReader {
  public:
   explicit LineReader(std::istream& in) : in_(in) {}
-  // The next line without its '\n', valid until the next call; false at the end or on a read error.
-  bool next(std::string_view* line) { return take(false, line); }
   // The next whole lines (up to and with the last '\n' read so far; at the end, what is left), valid
-  // until the next call; false at the end or on a read error. Not to be mixed with next().
-  bool next_block(std::string_view* lines) { return take(true, lines); }
+  // until the next call; false at the end or on a read error.
+  bool next_block(std::string_view* lines);
   bool failed() const { return in_.bad(); }  // a read error, not the end of the input
 
  private:
-  bool take(bool block, std::string_view* out);
 
   std::istream& in_;
   std::string buffer_;

@@ -1,9 +1,7 @@
 // kvq quant / kvq dequant: tensors in and out as NumPy .npy files, on the CPU twin or the GPU.
 #include <cstdio>
-#include <cstdlib>
 #include <optional>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 

@@ -24,10 +24,9 @@ std::string read_quant_json(const std::string& text, const std::string& path, Qu
     *v = *i;
     return {};
   };
-  constexpr std::int64_t kLargest = std::int64_t{1} << 53;  // JSON numbers are exact below 2^53
   std::int64_t block = 0;
-  if (auto e = integer("rows", 0, kLargest, &out->rows); !e.empty()) return e;
-  if (auto e = integer("cols", 1, kLargest, &out->cols); !e.empty()) return e;
+  if (auto e = integer("rows", 0, kMaxJsonInteger, &out->rows); !e.empty()) return e;
+  if (auto e = integer("cols", 1, kMaxJsonInteger, &out->cols); !e.empty()) return e;
   if (auto e = integer("block", 1, kMaxRecipeBlock, &block); !e.empty()) return e;
   out->block = static_cast<int>(block);
   const Json* bits = json.get("tensor_scale_bits");

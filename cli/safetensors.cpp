@@ -56,14 +56,13 @@ std::string read_safetensors(const std::string& path, const std::string& name, N
   out->descr = descr_of(type->text);
   if (out->descr.empty()) return what + ": dtype " + type->text + " is not F32, F16, BF16, U16, U8, I8 or F8_*";
   out->shape.clear();
-  constexpr std::int64_t kLargest = std::int64_t{1} << 53;  // JSON numbers are exact below 2^53
   for (const auto& d : shape->items) {
-    const auto dim = d.kind == Json::Kind::number ? integer_of(d.number, 0, kLargest) : std::nullopt;
+    const auto dim = d.kind == Json::Kind::number ? integer_of(d.number, 0, kMaxJsonInteger) : std::nullopt;
     if (!dim) return what + ": shape holds something other than a non-negative integer";
     out->shape.push_back(*dim);
   }
-  const auto begin = offsets->items[0].kind == Json::Kind::number ? integer_of(offsets->items[0].number, 0, kLargest) : std::nullopt;
-  const auto end = offsets->items[1].kind == Json::Kind::number ? integer_of(offsets->items[1].number, 0, kLargest) : std::nullopt;
+  const auto begin = offsets->items[0].kind == Json::Kind::number ? integer_of(offsets->items[0].number, 0, kMaxJsonInteger) : std::nullopt;
+  const auto end = offsets->items[1].kind == Json::Kind::number ? integer_of(offsets->items[1].number, 0, kMaxJsonInteger) : std::nullopt;
   if (!begin || !end) return what + ": data_offsets are not two non-negative integers";
   const auto count = checked_product(out->shape);
   const auto bytes = count ? checked_mul(*count, item_size(out->descr)) : std::nullopt;

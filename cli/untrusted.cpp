@@ -75,7 +75,7 @@ std::optional<std::uint64_t> parse_hex(std::string_view text, int bits) {
 }
 
 std::optional<std::int64_t> integer_of(double v, std::int64_t min, std::int64_t max) {
-  constexpr double kExact = 9007199254740992.0;  // 2^53
+  constexpr auto kExact = static_cast<double>(kMaxJsonInteger);
   if (!(v >= -kExact && v <= kExact) || v != std::floor(v)) return std::nullopt;
   const auto i = static_cast<std::int64_t>(v);
   if (i < min || i > max) return std::nullopt;

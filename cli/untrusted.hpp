@@ -25,7 +25,9 @@ std::optional<double> parse_finite(std::string_view text);
 // An unsigned hexadecimal "0x..." of at most `bits` bits (1 to 16 digits). nullopt otherwise.
 std::optional<std::uint64_t> parse_hex(std::string_view text, int bits);
 
-// A JSON number that is an integer in [min, max] (and exact: |v| <= 2^53). nullopt otherwise.
+// The largest integer a JSON number (an FP64) holds exactly: the bound of sizes read from JSON.
+inline constexpr std::int64_t kMaxJsonInteger = std::int64_t{1} << 53;
+// A JSON number that is an integer in [min, max] (and exact: |v| <= kMaxJsonInteger). nullopt otherwise.
 std::optional<std::int64_t> integer_of(double v, std::int64_t min, std::int64_t max);
 
 // The value of option `name` as an integer in [min, max]: "" and *out set, or the message

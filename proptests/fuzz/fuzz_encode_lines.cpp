@@ -70,20 +70,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   kvq::cli::LineReader reader(in);
   std::optional<std::int64_t> previous_integer;
   std::size_t offset = 0;  // where the next line starts in `text`
-  std::string_view line;
-  while (reader.next(&line)) {
-    require(offset < size, "no line past the end of the input");
-    require(text.compare(offset, line.size(), line) == 0, "a line is the input's bytes");
-    offset += line.size();
-    require(offset == size || text[offset] == '\n', "a line ends at a newline or at the end");
-    require(line.find('\n') == std::string_view::npos, "a line holds no newline");
-    offset += offset < size;
+  std::string_view block;
+  while (reader.next_block(&block)) {
+    while (!block.empty()) {
+      const std::string_view line = kvq::cli::take_line(&block);
+      require(offset < size, "no line past the end of the input");
+      require(text.compare(offset, line.size(), line) == 0, "a line is the input's bytes");
+      offset += line.size();
+      require(offset == size || text[offset] == '\n', "a line ends at a newline or at the end");
+      require(line.find('\n') == std::string_view::npos, "a line holds no newline");
+      offset += offset < size;
 
-    const auto v = kvq::cli::meaningful(line);
-    if (!v) continue;
-    require(!v->empty() && v->front() != '#' && !is_space(v->front()) && !is_space(v->back()), "meaningful trims");
-    require(v->data() >= line.data() && v->data() + v->size() <= line.data() + line.size(), "meaningful is inside its line");
-    check_value(*v, &previous_integer);
+      const auto v = kvq::cli::meaningful(line);
+      if (!v) continue;
+      require(!v->empty() && v->front() != '#' && !is_space(v->front()) && !is_space(v->back()), "meaningful trims");
+      require(v->data() >= line.data() && v->data() + v->size() <= line.data() + line.size(), "meaningful is inside its line");
+      check_value(*v, &previous_integer);
+    }
   }
   require(offset == size, "the lines cover the whole input");
   require(!reader.failed(), "reading a string stream does not fail");
