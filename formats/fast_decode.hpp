@@ -55,7 +55,8 @@ static_assert(kNibbleSplit == 10, "nibble_scaling's bound on g is 2^(128 - kNibb
 
 // Two-level (E4M3 scale sf under g): lean unless sf is NaN (0x7F, 0xFF) or |g| >= 2^118 (g * 2^10
 // would not be exact; inf and NaN included). Then (v * sf) * g has no NaN: v * sf is finite and
-// g finite. E8M0 (2^e): lean unless the scale is NaN (0xFF).
+// g finite. E8M0 (2^e): lean unless the scale is NaN (0xFF). Never lean for a recipe that writes
+// +0 for a zero (dequantize_unsigned_zero: the general element code does).
 KVQ_HD inline NibbleScaling nibble_scaling(const Recipe& r, std::uint8_t scale_code, float g) {
   const NibbleFormat f = nibble_format(r.element);
   const float unscale = float_from_bits(static_cast<std::uint32_t>(f.unscale + 127) << 23);
@@ -64,10 +65,12 @@ KVQ_HD inline NibbleScaling nibble_scaling(const Recipe& r, std::uint8_t scale_c
     const float split = float_from_bits(static_cast<std::uint32_t>(kNibbleSplit + 127) << 23);
     const bool g_exact = fabsf(g) < 0x1p118f;  // 2^(128 - kNibbleSplit); first, so a kernel decides it once
     // Encode and amax tensor parameters ((v * sf) / e, ((v * sf) * amax) / D) take the general code.
-    const bool lean = g_exact & ((scale_code & 0x7Fu) != 0x7Fu) & (r.tensor_param == TensorParam::decode);
+    const bool lean = g_exact & ((scale_code & 0x7Fu) != 0x7Fu) & (r.tensor_param == TensorParam::decode) &
+                      !r.dequantize_unsigned_zero;
     return {lean, sf * (unscale / split), g * split};
   }
-  return {r.scale == BlockScale::e8m0_pow2 && scale_code != 0xFF, unscale, block_scale_value(r, scale_code)};
+  return {r.scale == BlockScale::e8m0_pow2 && scale_code != 0xFF && !r.dequantize_unsigned_zero, unscale,
+          block_scale_value(r, scale_code)};
 }
 
 // Eight codes of a little-endian word (element i in bits 4i..4i+3) -> their FP32 patterns. Pairs
@@ -201,6 +204,7 @@ struct ByteScaling {
 };
 KVQ_HD inline ByteScaling byte_scaling(const Recipe& r, std::uint8_t scale_code, float g) {
   const bool int8 = r.element == FormatId::int8;
+  if (r.dequantize_unsigned_zero) return {false, g};  // the general element code writes +0
   if (r.scale == BlockScale::e8m0_pow2)
     return {scale_code != 0xFF, block_scale_value(r, scale_code) * (int8 ? 0x1p-6f : 1.0f)};
   if (r.scale == BlockScale::tensor_only && !int8) return {fabsf(g) <= kFp32Max, g};

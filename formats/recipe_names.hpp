@@ -23,6 +23,7 @@ constexpr Recipe nvfp4_torchao() {
   Recipe r{FormatId::e2m1, 16, BlockScale::e4m3_two_level, Pow2Rule::floor, 448.0f * 6.0f,
            Apply::multiply_reciprocal, ZeroGuard::rounded_scale, true};
   r.division = Division::constant_reciprocal;
+  r.element_cast = ElementCast::torchao_e2m1;  // f32_to_f4_unpacked: a NaN element gives 0x4
   return r;
 }
 // NVIDIA ModelOpt 0.47 NVFP4QTensor.quantize: sf = e4m3(clamp(bmax / (6 * g), 2^-9, 448)) with a zero
@@ -44,7 +45,9 @@ constexpr Recipe nvfp4_compressed_tensors() {
   Recipe r{FormatId::e2m1, 16, BlockScale::e4m3_two_level, Pow2Rule::floor, 448.0f * 6.0f, Apply::divide,
            ZeroGuard::none};
   r.tensor_param = TensorParam::encode;
-  r.division = Division::constant_reciprocal;  // 2688.0 / amax and bmax / 6.0: Python numbers
+  // 2688.0 / amax is Tensor.__rtruediv__ (reciprocal, then * 2688); bmax / 6 divides by a 0-dim CUDA
+  // tensor (calculate_range's), which is IEEE
+  r.division = Division::number_over_tensor;
   r.zero_scale = 0.125f;
   r.zero_scale_after_cast = true;
   r.element_cast = ElementCast::satfinite_unsigned_zero;
@@ -69,7 +72,8 @@ constexpr Recipe blockfp4(Rounding rounding) {
   r.element_rounding = rounding;
   r.exponent_by_log2 = true;
   r.division = Division::constant_reciprocal;  // bmax / 6.0
-  r.element_cast = ElementCast::satfinite_unsigned_zero;
+  r.element_cast = ElementCast::bounds_count;  // sign from v < 0, magnitude = #{bounds <= |v|}: NaN -> 0x0
+  r.dequantize_unsigned_zero = true;           // batched_dequantize as compiled: 0x8 -> +0
   return r;
 }
 // NVIDIA ModelOpt 0.47 MXFP4QTensor.quantize: e = ceil(max(log2(bmax / 6.0), -127)) with the FP32 log2
@@ -96,15 +100,27 @@ constexpr Recipe fp8_tensor_triton(Apply apply, float scale_min) {  // Triton's 
   r.tensor_scale_min = scale_min;
   return r;
 }
+// The same with tl.clamp(v, -448, 448) before the cast (NaN -> +448) and no guard on s = 0: 1/0 = inf,
+// 0 * inf = NaN -> 0x7E (SGLang's 656 writer on an all-zero tile; vLLM's per-token-head s is never 0).
+constexpr Recipe fp8_tensor_triton_clamp(float scale_min) {
+  Recipe r = fp8_tensor_triton(Apply::multiply_reciprocal, scale_min);
+  r.element_cast = ElementCast::triton_clamp;
+  r.zero_guard = ZeroGuard::none;
+  return r;
+}
 // vLLM's DeepSeek V4 MODEL1 writer: tiles of 64, e = ceil(log2(max(bmax, 1e-4) / 448)), the max in
 // BF16 (the floor literal rounds to 0x38D2) and Triton's `/`; its MXFP8 successor (V4.1): tiles of 32,
-// the max in FP32 and the ratio bmax * RN(1/448), a constant multiply (rceil).
+// the max in FP32 and the ratio bmax * RN(1/448), a constant multiply (rceil). Both in Triton: the
+// exponent a float (a NaN element ignored by the max, an infinite max gives byte 0xFF and elements
+// times 2^-inf) and tl.clamp before the cast (NaN -> +448).
 constexpr Recipe mla_model1(Pow2Rule rule, int tile, float floor, Division division) {
   Recipe r = mx(FormatId::e4m3fn, rule, tile);
   r.ratio_floor = floor;
   r.ratio_floor_on_bmax = true;
   r.division = division;
   r.exponent_by_log2 = true;
+  r.float_exponent = true;
+  r.element_cast = ElementCast::triton_clamp;
   return r;
 }
 constexpr Recipe fp8_tensor_torch() {  // PyTorch eager (x / s).to(float8_e4m3fn): no saturation
@@ -122,7 +138,7 @@ constexpr Recipe fouroversix(TwoLevel style, float divisor) {
 }
 }  // namespace recipe_names_detail
 
-inline constexpr std::array<NamedRecipe, 29> kRecipes{{
+inline constexpr std::array<NamedRecipe, 32> kRecipes{{
     {"nvfp4", recipe_names_detail::nvfp4,
      "E4M3 block decode scale RNE(bmax/6/g), FP32 tensor decode scale g = amax/(448*6); x / (sf*g)"},
     {"nvfp4-torchao", recipe_names_detail::nvfp4_torchao(),
@@ -154,12 +170,18 @@ inline constexpr std::array<NamedRecipe, 29> kRecipes{{
     {"mxfp4-modelopt", recipe_names_detail::mxfp4_modelopt(),
      "E8M0 block scale 2^ceil(log2(bmax*(1/6))) with the FP32 log2, elements ties toward zero, +-0 codes 0x8 (ModelOpt)"},
     {"blockfp4-e8m0-ceil", recipe_names_detail::blockfp4(Rounding::nearest_away),
-     "block 16, E8M0 scale 2^ceil(log2(max(bmax/6, 1e-10))) with the FP32 log2, elements ties up, +-0 codes 0x0 "
-     "(SGLang, compiled)"},
+     "block 16, E8M0 scale 2^ceil(log2(max(bmax/6, 1e-10))) with the FP32 log2, elements ties up, +-0 and NaN "
+     "codes 0x0, 0x8 dequantized as +0 (SGLang, compiled)"},
     {"blockfp4-e8m0-ceil-rne", recipe_names_detail::blockfp4(Rounding::nearest_even),
      "as blockfp4-e8m0-ceil with round-half-even elements"},
     {"mxfp8-e4m3-floor", recipe_names_detail::mx(FormatId::e4m3fn, Pow2Rule::floor),
      "E4M3 elements, E8M0 block scale 2^(floor(log2 bmax)-8) (OCP)"},
+    {"mxfp8-e4m3-ceil", recipe_names_detail::mx(FormatId::e4m3fn, Pow2Rule::ceil),
+     "E4M3 elements, E8M0 block scale 2^(ceil(log2 bmax)-8) (torchao CEIL)"},
+    {"mxfp8-e4m3-even", recipe_names_detail::mx(FormatId::e4m3fn, Pow2Rule::even),
+     "E4M3 elements, E8M0 block scale from bmax rounded to 3 mantissa bits, then floor (torchao EVEN)"},
+    {"mxfp8-e4m3-rceil", recipe_names_detail::mx(FormatId::e4m3fn, Pow2Rule::rceil),
+     "E4M3 elements, E8M0 block scale 2^ceil(log2(bmax*(1/448))) (RCEIL: the PTX ue8m0 round-up cast)"},
     {"mla-fp8-tile128", recipe_names_detail::mla_tile128(),
      "E4M3 elements, tile 128, scale 2^ceil(log2(max(amax/448, 1e-4))) (FlashMLA; stored as FP32 in the layout, "
      "as its E8M0 byte here)"},
@@ -175,10 +197,12 @@ inline constexpr std::array<NamedRecipe, 29> kRecipes{{
      "FP32 tensor decode scale s = amax/448; x * (1/s) (FlashInfer fused RoPE)"},
     {"fp8-e4m3-tensor-triton", recipe_names_detail::fp8_tensor_triton(Apply::divide, 0.0f),
      "FP32 tensor decode scale s; x / s with Triton's `/` (div.full.f32), satfinite (vLLM Triton paged store)"},
-    {"fp8-e4m3-tensor-rcp-triton", recipe_names_detail::fp8_tensor_triton(Apply::multiply_reciprocal, 0.0f),
-     "s = amax/448 and x * (1/s), both with Triton's `/` (SGLang's MLA 656 writer, per 128-tile, s stored as FP32)"},
-    {"fp8-e4m3-token-head-triton", recipe_names_detail::fp8_tensor_triton(Apply::multiply_reciprocal, 1e-6f),
-     "s = max(amax/448, 1e-6) and x * (1/s) with Triton's `/` (vLLM per-token-head FP8 cache, per (token, head))"},
+    {"fp8-e4m3-tensor-rcp-triton", recipe_names_detail::fp8_tensor_triton_clamp(0.0f),
+     "s = amax/448 and x * (1/s), both with Triton's `/`, tl.clamp (NaN -> 448), s = 0 unguarded (SGLang's MLA "
+     "656 writer, per 128-tile, s stored as FP32)"},
+    {"fp8-e4m3-token-head-triton", recipe_names_detail::fp8_tensor_triton_clamp(1e-6f),
+     "s = max(amax/448, 1e-6) and x * (1/s) with Triton's `/`, tl.clamp (vLLM per-token-head FP8 cache, per "
+     "(token, head))"},
     {"mla-model1-tile64", recipe_names_detail::mla_model1(Pow2Rule::ceil_ratio, 64, 0x1.a4p-14f, Division::full_approx),
      "E4M3 tiles of 64, E8M0 2^ceil(log2(max(bmax, 1e-4 bf16) / 448)), Triton `/` (vLLM DeepSeek V4 MODEL1)"},
     {"mla-model1-mxfp8-tile32", recipe_names_detail::mla_model1(Pow2Rule::rceil, 32, 1e-4f, Division::ieee),

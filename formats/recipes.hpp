@@ -52,6 +52,9 @@ enum class Division : std::uint8_t {
   constant_reciprocal,  // PyTorch on CUDA: a tensor divided by a Python number c is x * RN(1/c) (ATen's
                         // div_true kernel multiplies by the reciprocal of a CPU scalar); a tensor by a
                         // tensor is IEEE. The rule's constants: bmax / m, amax / D.
+  number_over_tensor,   // PyTorch whose divisors are tensors (a 0-dim CUDA tensor is no CPU scalar): IEEE,
+                        // except a Python number divided by a tensor, D / amax, which Tensor.__rtruediv__
+                        // computes as RN(RN(1 / amax) * D) (compressed-tensors' global scale)
 };
 
 // What the rule's tensor parameter (tensor_scale, the `g` argument of quantize_block) is.
@@ -80,6 +83,15 @@ enum class ElementCast : std::uint8_t {
   e2m1_by_rounding,  // the four-over-six package: |v| rounded on the E2M1 grid extended past 6 (steps of
                      // 2: 7 -> 8), sign(x) times it, the code read from its BF16 bits; +-0 inputs give 0x0
                      // and 8 gives 0x8, the code of -0 (docs/recipes.md "nvfp4-4over6")
+  triton_clamp,      // Triton's tl.clamp(v, -max, max) before the satfinite cast: on sm_90 it is
+                     // min.xorsign.abs.f32, which returns the other operand for a NaN, so a NaN value (the
+                     // GPU's arithmetic NaN is +) becomes +max: E4M3 0x7E, not 0x7F (vLLM's and SGLang's
+                     // Triton FP8 writers)
+  bounds_count,      // the magnitude code counted as the number of decision bounds <= |v| and the sign from
+                     // v < 0 (SGLang's block-FP4): satfinite with +-0 as +0, and a NaN (no comparison holds)
+                     // gives 0x0
+  torchao_e2m1,      // torchao's bit-arithmetic E2M1 cast (f32_to_f4_unpacked): satfinite RNE for numbers, but a
+                     // NaN passes its normal-number path, and the GPU's NaN bits 0x7FFFFFFF come out as 0x4
 };
 
 enum class Pow2Rule : std::uint8_t {
@@ -140,6 +152,16 @@ struct Recipe {
   bool ratio_floor_on_bmax = false;      // ceil_ratio, rceil: max(bmax, floor) / m instead of max(bmax / m, floor)
   float tensor_scale_min = 0.0f;         // per-tensor recipes: g = max(g, this) (vLLM's per-token-head 1e-6)
   bool pow2_min_normal_divisor = false;  // elements divided by max(2^e, 2^-126) (torchao MX)
+  bool pow2_zero_byte_unscaled = false;  // scale byte 0: elements times 1, not 2^127 (torchao's RCEIL)
+  // Power-of-two rules computed in floats as Triton code does (vLLM's MODEL1 and MXFP8 MLA writers):
+  // tl.max ignores a NaN element (the block keeps its finite scale), and an infinite block max gives
+  // the exponent ceil(log2(inf)) = inf: the stored byte min(inf + 127, 255) = 0xFF and every element
+  // times 2^-inf (finite ones +-0, infinities NaN). Otherwise (OCP MX) a NaN or inf block stores
+  // 0xFF and NaN codes.
+  bool float_exponent = false;
+  // The dequantized value of a zero is +0 whatever the code's sign (SGLang's torch.compile'd
+  // block-FP4 dequantize writes +0 for E2M1 0x8; its eager body writes -0).
+  bool dequantize_unsigned_zero = false;
 };
 
 // r with the port and engine variant fields at their defaults: what the kernels' fixed
@@ -160,7 +182,10 @@ KVQ_HD constexpr Recipe with_reference_arithmetic(Recipe r) {
   r.scale_dtype = reference.scale_dtype;
   r.ratio_floor_on_bmax = reference.ratio_floor_on_bmax;
   r.pow2_min_normal_divisor = reference.pow2_min_normal_divisor;
+  r.pow2_zero_byte_unscaled = reference.pow2_zero_byte_unscaled;
   r.tensor_scale_min = reference.tensor_scale_min;
+  r.float_exponent = reference.float_exponent;
+  r.dequantize_unsigned_zero = reference.dequantize_unsigned_zero;
   return r;
 }
 
@@ -180,7 +205,8 @@ KVQ_HD constexpr bool is_engine_variant(const Recipe& r) {
          r.element_cast != ElementCast::satfinite || r.tensor_param != TensorParam::decode ||
          r.scale_form != ScaleForm::ratio_then_tensor || r.clamp_min != 0x1p-6f || r.zero_scale != 0.0f ||
          r.exponent_by_log2 || r.scale_dtype != FormatId::fp32 || r.ratio_floor_on_bmax || r.pow2_min_normal_divisor ||
-         r.tensor_scale_min != 0.0f ||
+         r.pow2_zero_byte_unscaled ||
+         r.tensor_scale_min != 0.0f || r.float_exponent || r.dequantize_unsigned_zero ||
          r.two_level == TwoLevel::amax_encode || r.two_level == TwoLevel::four_over_six_amax;
 }
 
@@ -258,7 +284,11 @@ KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t encode_element_variant(Recipe r,
       return static_cast<std::uint8_t>(
           encode_float(format_of(r.element), element_conversion(r), v != v ? canonical_nan() : v));
     case ElementCast::satfinite_unsigned_zero: return encode_element_satfinite(r, v == 0.0f ? 0.0f : v);
+    case ElementCast::bounds_count: return encode_element_satfinite(r, v == 0.0f || v != v ? 0.0f : v);
     case ElementCast::satfinite_negative_zero: return encode_element_satfinite(r, v == 0.0f ? -0.0f : v);
+    case ElementCast::triton_clamp: return encode_element_satfinite(r, v != v ? element_max(r) : v);
+    case ElementCast::torchao_e2m1:  // ((0x7FFFFFFF - (126 << 23) + 0x1FFFFF + 1) >> 22) & 0xFF = 0x4
+      return v != v ? std::uint8_t{0x4} : encode_element_satfinite(r, v);
     case ElementCast::satfinite: break;
   }
   return encode_element_satfinite(r, v);
@@ -328,9 +358,15 @@ KVQ_HD inline float e8m0_value(std::uint8_t code) {
 KVQ_HD inline float tensor_scale(const Recipe& r, float amax) {
   if (tensor_param_is_amax(r)) return amax;
   if (r.tensor_param == TensorParam::encode) {  // compressed-tensors: a non-finite D / amax becomes 1
-    // PyTorch's `D / tensor` is tensor.reciprocal() * D: RN(RN(1 / amax) * D) (Division::constant_reciprocal).
-    const float e = r.division == Division::constant_reciprocal ? (1.0f / amax) * r.tensor_divisor
-                                                                 : r.tensor_divisor / amax;
+    // PyTorch's `D / tensor` is tensor.reciprocal() * D: RN(RN(1 / amax) * D) (Division::number_over_tensor,
+    // constant_reciprocal); each step rounded to the scale dtype where the statistics are 16-bit, amax
+    // first clamped to its smallest normal (generate_gparam's clamp to finfo.tiny).
+    using recipe_detail::in_scale_dtype;
+    const float tiny = r.scale_dtype == FormatId::fp32 ? 0.0f : static_cast<float>(min_normal(format_of(r.scale_dtype)));
+    const float a = amax < tiny ? tiny : amax;
+    const float e = r.division == Division::constant_reciprocal || r.division == Division::number_over_tensor
+                        ? in_scale_dtype(r, in_scale_dtype(r, 1.0f / a) * r.tensor_divisor)
+                        : in_scale_dtype(r, r.tensor_divisor / a);
     return e - e == 0.0f ? e : 1.0f;
   }
   const float g = recipe_detail::divide_by_constant(r, amax, r.tensor_divisor);
@@ -402,7 +438,7 @@ KVQ_HD inline std::uint8_t two_level_reference(const Recipe& r, float g, const f
                                                float divisor, std::uint8_t* codes) {
   // (bmax / m) / g, bmax / (m * g), or (bmax / m) * e for an encode parameter (Recipe::scale_form).
   const bool encode = r.tensor_param == TensorParam::encode;
-  const float ratio = divide_by_constant(r, bmax, divisor);
+  const float ratio = in_scale_dtype(r, divide_by_constant(r, bmax, divisor));  // 16-bit statistics: rounded
   float s = r.scale_form == ScaleForm::over_product ? divide(r, bmax, divisor * g) : (encode ? ratio * g : divide(r, ratio, g));
   if (r.zero_scale != 0.0f && !r.zero_scale_after_cast && s == 0.0f) s = r.zero_scale;  // ModelOpt: 1.0
   s = clamped_scale(r, s);
@@ -554,10 +590,10 @@ KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float*
   switch (r.scale) {
     case BlockScale::e4m3_two_level: return quantize_two_level(r, g, x, n, bmax, codes);
     case BlockScale::e8m0_pow2: {
-      const bool mx = r.pow2 != Pow2Rule::ceil_ratio;
+      const bool mx = r.pow2 != Pow2Rule::ceil_ratio && !r.float_exponent;
       if ((mx && any_nan) || bmax > kFp32Max) {  // NaN or inf block: scale NaN (0xFF)
         KVQ_UNROLL
-        for (int i = 0; i < n; ++i) codes[i] = encode_element(r, canonical_nan());
+        for (int i = 0; i < n; ++i) codes[i] = encode_element(r, r.float_exponent ? x[i] * 0.0f : canonical_nan());
         return 0xFF;
       }
       // A zero block: 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13, SGLang: 2^-33;
@@ -567,16 +603,25 @@ KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float*
       // x * 2^-e is exact in FP32 except for FP32-subnormal products, which every element
       // format rounds to +-0 from the exact value too: the exact scaling, rounded once.
       // (torchao divides by max(2^e, 2^-126): Recipe::pow2_min_normal_divisor.)
-      const float down = pow2_float(-(r.pow2_min_normal_divisor && e < -126 ? -126 : e));
+      if (r.scale_dtype != FormatId::fp32) {  // eager PyTorch on a 16-bit tensor: x / exp2(e), both in that
+        const float p = in_scale_dtype(r, pow2_float(e));  // dtype (FP16: 2^e below 2^-24 is 0, x / 0)
+        KVQ_UNROLL
+        for (int i = 0; i < n; ++i) codes[i] = encode_element(r, in_scale_dtype(r, x[i] / p));
+        return static_cast<std::uint8_t>(e + r.e8m0_bias);
+      }
+      // (torchao's RCEIL multiplies by 1 at byte 0: Recipe::pow2_zero_byte_unscaled.)
+      const float down = r.pow2_zero_byte_unscaled && e == -127 ? 1.0f
+                                                               : pow2_float(-(r.pow2_min_normal_divisor && e < -126 ? -126 : e));
       KVQ_UNROLL
       for (int i = 0; i < n; ++i) codes[i] = encode_element(r, x[i] * down);
       return static_cast<std::uint8_t>(e + r.e8m0_bias);
     }
-    case BlockScale::tensor_only: {
+    case BlockScale::tensor_only: {  // g = 0 zeroes the elements, unless unguarded (x * (1/0): 0 * inf = NaN)
       const float reciprocal = divide(r, 1.0f, g);
+      const bool zero = g == 0.0f && r.zero_guard != ZeroGuard::none;
       KVQ_UNROLL
       for (int i = 0; i < n; ++i)
-        codes[i] = encode_element(r, g == 0.0f ? x[i] * 0.0f : (r.apply == Apply::divide ? divide(r, x[i], g) : x[i] * reciprocal));
+        codes[i] = encode_element(r, zero ? x[i] * 0.0f : (r.apply == Apply::divide ? divide(r, x[i], g) : x[i] * reciprocal));
       return 0;
     }
   }
@@ -662,7 +707,7 @@ KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool an
       return {static_cast<std::uint8_t>(e + r.e8m0_bias), ElementOp::multiply, pow2_float(-e)};
     }
     case BlockScale::tensor_only:
-      if (g == 0.0f) return {0, ElementOp::multiply, 0.0f};
+      if (g == 0.0f && r.zero_guard != ZeroGuard::none) return {0, ElementOp::multiply, 0.0f};
       return r.apply == Apply::divide ? BlockPlan{0, ElementOp::divide, g} : BlockPlan{0, ElementOp::multiply, 1.0f / g};
   }
   return {};
@@ -695,6 +740,7 @@ KVQ_HD inline float dequantize_scaled_element(const Recipe& r, float g, float sc
     case BlockScale::e8m0_pow2: y = v * scale; break;
     case BlockScale::tensor_only: y = v * g; break;
   }
+  if (r.dequantize_unsigned_zero && y == 0.0f) return 0.0f;
   return y != y ? canonical_nan() : y;
 }
 KVQ_HD inline float dequantize_element(const Recipe& r, float g, std::uint8_t scale_code, std::uint8_t code) {

@@ -69,14 +69,18 @@ KVQ_HD inline float reciprocal(Reciprocal kind, float x) {
 
 // PTX div.full.f32, what Triton's default FP32 `/` compiles to (docs/recipes.md "Engine arithmetic"):
 // on sm_90 it equals x * rcp.approx.ftz(y) rounded once (mul.rn, subnormal products kept) for every
-// |y| below 2^126, measured bit for bit over 2^22 random pairs in each exponent range
-// (experiments/probes/div_full.py). Larger |y|, whose reciprocal rcp.approx flushes, the
-// instruction scales first; the host model does the same by 2^-2, the case the probe checks.
-KVQ_HD inline float div_full_model(float x, float y) {
+// normal |y| below 2^126. At the ends of the range the instruction scales both operands first: by
+// 2^-2 where |y| >= 2^126 (whose reciprocal rcp.approx would flush), by 2^24 where y is subnormal
+// (which rcp.approx.ftz would read as zero). Each case measured bit for bit over 2^22 random pairs
+// (experiments/probes/div_full.py).
+// The model given rcp.approx.ftz's table (host and device: the gpu suite runs it against the instruction).
+KVQ_HD inline float div_full_with(const std::uint8_t* table, float x, float y) {
   const std::uint32_t field = (bits_of(y) >> 23) & 0xFFu;
-  if (field >= 253 && field != 255) return (x * 0.25f) * rcp_approx_ftz(y * 0.25f);
-  return x * rcp_approx_ftz(y);
+  if (field >= 253 && field != 255) return (x * 0.25f) * rcp_approx_ftz_with(table, y * 0.25f);
+  if (field == 0) return (x * 0x1p24f) * rcp_approx_ftz_with(table, y * 0x1p24f);
+  return x * rcp_approx_ftz_with(table, y);
 }
+inline float div_full_model(float x, float y) { return div_full_with(reciprocal_detail::sm90_table(), x, y); }
 KVQ_HD inline float div_full(float x, float y) {
 #if defined(__CUDA_ARCH__)
   float q;

@@ -155,7 +155,8 @@ Real reciprocal_of(Reciprocal kind, const Real& x) {
 }
 
 // a / b as the recipe's code divides: IEEE, or div.full.f32 = a * rcp.approx.ftz(b) rounded once
-// (b scaled by 2^-2 first at |b| >= 2^126, a too: formats/reciprocal.hpp div_full_model).
+// (both scaled by 2^-2 first at |b| >= 2^126, by 2^24 where b is subnormal: formats/reciprocal.hpp
+// div_full_model).
 Real recipe_divide_constant(const Recipe& r, const Real& a, const Real& c) {
   if (r.division == Division::constant_reciprocal) return fp32_multiply(a, fp32_divide(of(1.0f), c));
   return recipe_divide(r, a, c);
@@ -164,6 +165,8 @@ Real recipe_divide(const Recipe& r, const Real& a, const Real& b) {
   if (r.division != Division::full_approx) return fp32_divide(a, b);
   if (b.kind == ValueKind::finite && !(b.magnitude < power_of_two(126)))
     return fp32_multiply(fp32_multiply(a, of(0.25f)), rcp_approx_ftz(fp32_multiply(b, of(0.25f))));
+  if (b.kind == ValueKind::finite && b.magnitude < power_of_two(-126))
+    return fp32_multiply(fp32_multiply(a, of(0x1p24f)), rcp_approx_ftz(fp32_multiply(b, of(0x1p24f))));
   return fp32_multiply(a, rcp_approx_ftz(b));
 }
 
@@ -195,10 +198,16 @@ std::uint8_t code_of_fake(const Real& f) {
 }
 std::uint8_t element_code(const Recipe& r, const Real& y) {
   if (r.element_cast == ElementCast::e2m1_by_rounding) return code_of_fake(fake_value(y));
+  if (r.element_cast == ElementCast::bounds_count && (y.kind == ValueKind::zero || y.kind == ValueKind::nan))
+    return static_cast<std::uint8_t>(round_to_format(format_of(r.element), element_conversion(r), of(0.0f)));
   if (r.element_cast == ElementCast::satfinite_unsigned_zero && y.kind == ValueKind::zero)
     return static_cast<std::uint8_t>(round_to_format(format_of(r.element), element_conversion(r), of(0.0f)));
   if (r.element_cast == ElementCast::satfinite_negative_zero && y.kind == ValueKind::zero)
     return static_cast<std::uint8_t>(round_to_format(format_of(r.element), element_conversion(r), of(-0.0f)));
+  if (r.element_cast == ElementCast::torchao_e2m1 && y.kind == ValueKind::nan) return 0x4;  // the bits 0x7FFFFFFF
+  if (r.element_cast == ElementCast::triton_clamp && y.kind == ValueKind::nan)  // min.xorsign.abs: NaN -> +max
+    return static_cast<std::uint8_t>(round_to_format(format_of(r.element), element_conversion(r),
+                                                     finite_real(Exact(max_finite(format_of(r.element))))));
   return static_cast<std::uint8_t>(round_to_format(format_of(r.element), element_conversion(r), y));
 }
 
@@ -243,9 +252,12 @@ Real fp32_divide(const Real& a, const Real& b) {
 float recipe_tensor_scale(const Recipe& r, float amax) {
   if (tensor_param_is_amax(r)) return amax;
   if (r.tensor_param == TensorParam::encode) {
-    const Real e = r.division == Division::constant_reciprocal
-                       ? fp32_multiply(fp32_divide(of(1.0f), of(amax)), of(r.tensor_divisor))
-                       : fp32_divide(of(r.tensor_divisor), of(amax));
+    // amax clamped to the statistics dtype's smallest normal (FP32: none needed, D / 2^-126 overflows)
+    const Real tiny = r.scale_dtype == FormatId::fp32 ? of(0.0f) : finite_real(Exact(min_normal(format_of(r.scale_dtype))));
+    const Real a = greater(tiny, of(amax)) ? tiny : of(amax);
+    const Real e = r.division == Division::constant_reciprocal || r.division == Division::number_over_tensor
+                       ? in_scale_dtype(r, fp32_multiply(in_scale_dtype(r, fp32_divide(of(1.0f), a)), of(r.tensor_divisor)))
+                       : in_scale_dtype(r, fp32_divide(of(r.tensor_divisor), a));
     return e.kind == ValueKind::finite || e.kind == ValueKind::zero ? float_from_bits(fp32_bits(e)) : 1.0f;
   }
   const Real g = recipe_divide_constant(r, of(amax), of(r.tensor_divisor));
@@ -273,9 +285,12 @@ QuantizedBlock recipe_quantize_block(const Recipe& r, float g_value, const std::
   switch (r.scale) {
     case BlockScale::e4m3_two_level: return two_level(r, g, x, bmax);
     case BlockScale::e8m0_pow2: {
-      const bool mx = r.pow2 != Pow2Rule::ceil_ratio;
+      const bool mx = r.pow2 != Pow2Rule::ceil_ratio && !r.float_exponent;
       if ((mx && any_nan) || bmax.kind == ValueKind::infinity) {
-        for (auto& c : out.codes) c = static_cast<std::uint8_t>(round_to_format(ef, ec, nan_real()));
+        // float_exponent: the exponent +inf, every element times 2^-inf = 0 (0 * inf = NaN)
+        for (std::size_t i = 0; i < x.size(); ++i)
+          out.codes[i] = r.float_exponent ? element_code(r, fp32_multiply(x[i], of(0.0f)))
+                                          : element_code(r, nan_real());
         out.scale = 0xFF;
         return out;
       }
@@ -283,7 +298,14 @@ QuantizedBlock recipe_quantize_block(const Recipe& r, float g_value, const std::
                   ? -127
                   : pow2_exponent_exact(r, bmax);
       e = std::clamp(e, -127, 127);
-      const int down = r.pow2_min_normal_divisor && e < -126 ? -126 : e;  // torchao: max(2^e, 2^-126)
+      if (r.scale_dtype != FormatId::fp32) {  // eager 16-bit: x / exp2(e), each rounded to the dtype
+        const Real p = in_scale_dtype(r, finite_real(power_of_two(e)));
+        for (std::size_t i = 0; i < x.size(); ++i) out.codes[i] = element_code(r, in_scale_dtype(r, fp32_divide(x[i], p)));
+        out.scale = static_cast<std::uint8_t>(e + r.e8m0_bias);
+        return out;
+      }
+      int down = r.pow2_min_normal_divisor && e < -126 ? -126 : e;  // torchao: max(2^e, 2^-126)
+      if (r.pow2_zero_byte_unscaled && e == -127) down = 0;         // torchao's RCEIL: byte 0 scales by 1
       for (std::size_t i = 0; i < x.size(); ++i)
         out.codes[i] = r.element_cast == ElementCast::satfinite ? encode_scaled(ef, ec, x[i], -down)
                                                                  : element_code(r, fp32_multiply(x[i], finite_real(power_of_two(-down))));
@@ -293,7 +315,7 @@ QuantizedBlock recipe_quantize_block(const Recipe& r, float g_value, const std::
     case BlockScale::tensor_only: {
       const Real reciprocal = recipe_divide(r, of(1.0f), g);
       for (std::size_t i = 0; i < x.size(); ++i) {
-        const Real v = g.kind == ValueKind::zero ? fp32_multiply(x[i], of(0.0f))
+        const Real v = g.kind == ValueKind::zero && r.zero_guard != ZeroGuard::none ? fp32_multiply(x[i], of(0.0f))
                                                  : (r.apply == Apply::divide ? recipe_divide(r, x[i], g)
                                                                              : fp32_multiply(x[i], reciprocal));
         out.codes[i] = element_code(r, v);
@@ -325,6 +347,7 @@ std::uint8_t recipe_requantize_e4m3(const Recipe& r, std::uint8_t scale, std::ui
 
 std::uint32_t recipe_dequantize_element(const Recipe& r, float g, std::uint8_t scale, std::uint8_t code) {
   const std::uint32_t bits = recipe_dequantize_raw(r, g, scale, code);
+  if (r.dequantize_unsigned_zero && (bits & 0x7fffffffu) == 0) return 0;  // -0 written as +0
   return kFP32.is_nan(bits) ? 0x7fc00000u : bits;  // the contract's canonical NaN
 }
 
@@ -342,7 +365,7 @@ QuantizedBlock encode_elements(const Recipe& r, const std::vector<Real>& x, bool
 QuantizedBlock two_level_reference(const Recipe& r, const Real& g, const std::vector<Real>& x, const Real& bmax,
                                    const Real& divisor) {
   const bool encode = r.tensor_param == TensorParam::encode;
-  const Real ratio = recipe_divide_constant(r, bmax, divisor);
+  const Real ratio = in_scale_dtype(r, recipe_divide_constant(r, bmax, divisor));
   Real s = r.scale_form == ScaleForm::over_product ? recipe_divide(r, bmax, fp32_multiply(divisor, g))
            : encode                                 ? fp32_multiply(ratio, g)
                                                     : recipe_divide(r, ratio, g);

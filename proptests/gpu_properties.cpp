@@ -108,6 +108,17 @@ Outcome rcp_approx_sweep(const RunContext& ctx) {
       });
 }
 
+// kvq's model of div.full.f32 (Triton's `/`) against the instruction on this GPU; a mismatch names
+// the divisor y, the dividend being mix32(y)'s bits.
+Outcome div_full_sweep(const RunContext& ctx) {
+  return sweep_outcome(
+      ctx, [] { return gpu::sweep_div_full(reciprocal_detail::sm90_table(), reciprocal_detail::sm90_table_bytes()); },
+      [](const gpu::Mismatch& x) {
+        return hex_code(kFP32, mix32(x.input)) + " / " + hex_code(kFP32, x.input) + " -> div.full " +
+               hex_code(kFP32, x.expected) + ", model " + hex_code(kFP32, x.actual);
+      });
+}
+
 // The kernels' fast conversions (formats/fast_paths.hpp) against the codec, both on the device.
 Outcome fast_path_sweep(const RunContext& ctx, int which) {
   return sweep_outcome(ctx, [&] { return gpu::sweep_fast_path(which); }, [](const gpu::Mismatch& x) {
@@ -121,6 +132,7 @@ void register_gpu_properties() {
     add_property("gpu", std::string("fast-paths/") + kFastPathNames[i] + "/device-vs-codec-all-fp32", Device::cuda,
                  [i](const RunContext& ctx) { return fast_path_sweep(ctx, i); });
   add_property("gpu", "rcp-approx-ftz/device-instruction-vs-model-all-fp32", Device::cuda, rcp_approx_sweep);
+  add_property("gpu", "div-full/device-instruction-vs-model-all-fp32-divisors", Device::cuda, div_full_sweep);
   for (int i = 0; i < kCudaIntrinsicCount; ++i) {
     add_property("gpu", std::string(model_of(static_cast<CudaIntrinsic>(i)).name) + "/device-intrinsic-vs-codec-all-fp32",
                  Device::cuda, [i](const RunContext& ctx) { return intrinsic_sweep(ctx, i); });

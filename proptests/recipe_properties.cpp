@@ -207,7 +207,8 @@ void register_recipe_properties() {
             // over the sign bit); a rounded -0 / +0 pair stays 0x8 / 0x0. ElementCast::satfinite_unsigned_zero
             // writes +0 for a +-0 value too, satfinite_negative_zero -0 (the sign bit alone).
             const bool by_rounding = r.element_cast == ElementCast::e2m1_by_rounding;
-            const bool unsigned_zero_cast = by_rounding || r.element_cast == ElementCast::satfinite_unsigned_zero;
+            const bool unsigned_zero_cast = by_rounding || r.element_cast == ElementCast::satfinite_unsigned_zero ||
+                                            r.element_cast == ElementCast::bounds_count;
             const std::uint8_t negative_zero = static_cast<std::uint8_t>(sign);
             const bool unsigned_zero =
                 q.codes[i] == qf.codes[i] &&

@@ -103,6 +103,16 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
   return cudaErrorInvalidValue;
 }
 
+// One mismatch of a sweep: counted by the thread, the first kKeep kept (both NaN counts as equal).
+__device__ inline void tally(Counters* counters, std::uint32_t input, std::uint32_t expected, std::uint32_t actual,
+                             unsigned long long* local) {
+  const bool both_nan = (expected & 0x7fffffffu) > 0x7f800000u && (actual & 0x7fffffffu) > 0x7f800000u;
+  if (expected == actual || both_nan) return;
+  ++*local;
+  const unsigned slot = atomicAdd(&counters->kept, 1u);
+  if (slot < kKeep) counters->first[slot] = Mismatch{input, expected, actual};
+}
+
 __global__ void rcp_sweep_kernel(const std::uint8_t* table, Counters* counters) {
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   unsigned long long local = 0;
@@ -110,13 +120,22 @@ __global__ void rcp_sweep_kernel(const std::uint8_t* table, Counters* counters) 
        i += stride) {
     const auto bits = static_cast<std::uint32_t>(i);
     const std::uint32_t expected = __float_as_uint(rcp_approx_ftz(as_float(bits)));  // the instruction
-    const std::uint32_t actual = __float_as_uint(rcp_approx_ftz_with(table, as_float(bits)));
-    const bool both_nan = (expected & 0x7fffffffu) > 0x7f800000u && (actual & 0x7fffffffu) > 0x7f800000u;
-    if (expected != actual && !both_nan) {
-      ++local;
-      const unsigned slot = atomicAdd(&counters->kept, 1u);
-      if (slot < kKeep) counters->first[slot] = Mismatch{bits, expected, actual};
-    }
+    tally(counters, bits, expected, __float_as_uint(rcp_approx_ftz_with(table, as_float(bits))), &local);
+  }
+  if (local) atomicAdd(&counters->mismatches, local);
+}
+
+// div.full.f32 (the instruction) against kvq's model, one pair per divisor bit pattern y: the
+// dividend's bits are mix32(y), so every exponent pairing occurs (docs/recipes.md "Engine arithmetic").
+__global__ void div_full_sweep_kernel(const std::uint8_t* table, Counters* counters) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  unsigned long long local = 0;
+  for (std::uint64_t i = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; i < (1ull << 32);
+       i += stride) {
+    const auto bits = static_cast<std::uint32_t>(i);
+    const float x = as_float(props::mix32(bits)), y = as_float(bits);
+    const std::uint32_t expected = __float_as_uint(div_full(x, y));  // the instruction
+    tally(counters, bits, expected, __float_as_uint(div_full_with(table, x, y)), &local);
   }
   if (local) atomicAdd(&counters->mismatches, local);
 }
@@ -235,7 +254,9 @@ SweepResult sweep_fast_path(int which) {
   return counted_sweep("fast-path sweep", [&](Counters* c) { return launch_fast_path(which, c, sweep_blocks()); });
 }
 
-SweepResult sweep_rcp_approx(const std::uint8_t* table, std::size_t table_bytes) {
+// A sweep kernel that reads rcp.approx's table (2^20 bytes), run with a device copy of it.
+template <typename Kernel>
+SweepResult sweep_with_table(const char* what, const std::uint8_t* table, std::size_t table_bytes, Kernel kernel) {
   if (table_bytes != (std::size_t{1} << 20)) return SweepResult{"the reciprocal table must hold 2^20 bytes"};
   std::uint8_t* device_table = nullptr;
   cudaError_t e = cudaMalloc(&device_table, table_bytes);
@@ -244,12 +265,20 @@ SweepResult sweep_rcp_approx(const std::uint8_t* table, std::size_t table_bytes)
     cudaFree(device_table);
     return SweepResult{error_text("rcp.approx table", e)};
   }
-  SweepResult r = counted_sweep("rcp.approx sweep", [&](Counters* c) {
-    rcp_sweep_kernel<<<sweep_blocks(), 256>>>(device_table, c);
+  SweepResult r = counted_sweep(what, [&](Counters* c) {
+    kernel<<<sweep_blocks(), 256>>>(device_table, c);
     return cudaGetLastError();
   });
   cudaFree(device_table);
   return r;
+}
+
+SweepResult sweep_rcp_approx(const std::uint8_t* table, std::size_t table_bytes) {
+  return sweep_with_table("rcp.approx sweep", table, table_bytes, rcp_sweep_kernel);
+}
+
+SweepResult sweep_div_full(const std::uint8_t* table, std::size_t table_bytes) {
+  return sweep_with_table("div.full sweep", table, table_bytes, div_full_sweep_kernel);
 }
 
 std::string device_codes(Format f, const Conversion& c, std::uint64_t begin, std::uint32_t count,

@@ -42,6 +42,10 @@ SweepResult sweep_intrinsic(int intrinsic);
 // with a copy of `table` (2^20 bytes), over every FP32 bit pattern.
 SweepResult sweep_rcp_approx(const std::uint8_t* table, std::size_t table_bytes);
 
+// PTX div.full.f32 against kvq's model (formats/reciprocal.hpp div_full_with, with a copy of
+// `table`) on the device: 2^32 pairs, every divisor bit pattern y with the dividend bits mix32(y).
+SweepResult sweep_div_full(const std::uint8_t* table, std::size_t table_bytes);
+
 // Fast path `which` (proptests/fast_path_cases.hpp) against the device-compiled codec, on the
 // device, over every FP32 bit pattern.
 SweepResult sweep_fast_path(int which);

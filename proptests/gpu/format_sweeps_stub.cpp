@@ -11,6 +11,7 @@ DeviceInfo device_info() {
 SweepResult sweep_intrinsic(int) { return SweepResult{"built without CUDA"}; }
 SweepResult sweep_fast_path(int) { return SweepResult{"built without CUDA"}; }
 SweepResult sweep_rcp_approx(const std::uint8_t*, std::size_t) { return SweepResult{"built without CUDA"}; }
+SweepResult sweep_div_full(const std::uint8_t*, std::size_t) { return SweepResult{"built without CUDA"}; }
 std::string device_codes(Format, const Conversion&, std::uint64_t, std::uint32_t, std::uint16_t*, double*) {
   return "built without CUDA";
 }

@@ -50,6 +50,7 @@ const char* division_words(Division v) {
     case Division::ieee: return "divides in IEEE";
     case Division::full_approx: return "divides as Triton's `/` (div.full.f32, not IEEE)";
     case Division::constant_reciprocal: return "divides by a constant as PyTorch on CUDA (x * RN(1/c))";
+    case Division::number_over_tensor: return "divides in IEEE but D / amax as RN(RN(1/amax) * D) (PyTorch's number / tensor)";
   }
   return "";
 }
@@ -60,6 +61,9 @@ const char* cast_words(ElementCast v) {
     case ElementCast::satfinite_negative_zero: return "elements cast satfinite with +-0 as -0 (ModelOpt MXFP4)";
     case ElementCast::nonsaturating: return "elements cast without saturation (PyTorch eager: NaN past 464)";
     case ElementCast::e2m1_by_rounding: return "elements rounded on the E2M1 grid unsaturated, +-0 as 0x0 (four-over-six package)";
+    case ElementCast::triton_clamp: return "elements through tl.clamp before the cast (NaN -> +max)";
+    case ElementCast::bounds_count: return "elements coded by counting bounds <= |v| (+-0 and NaN as 0x0)";
+    case ElementCast::torchao_e2m1: return "elements cast by torchao's E2M1 bit arithmetic (NaN -> 0x4)";
   }
   return "";
 }
@@ -120,27 +124,46 @@ std::vector<Edit> edits_for(const Recipe& base, const PortData& d) {
     for (const int bias : {125, 126, 128, 129})
       e.push_back({10, "E8M0 bias " + std::to_string(bias) + " instead of 127", [=](Interpretation& h) { h.recipe.e8m0_bias = bias; }});
   }
-  for (const Division v : {Division::ieee, Division::full_approx, Division::constant_reciprocal})
+  for (const Division v : {Division::ieee, Division::full_approx, Division::constant_reciprocal, Division::number_over_tensor})
     if (v != base.division)
       e.push_back({14, division_words(v), [=](Interpretation& h) { h.recipe.division = v; }});
   if (base.element == FormatId::e4m3fn || base.element == FormatId::e2m1) {
     const ElementCast unsaturated = base.element == FormatId::e4m3fn ? ElementCast::nonsaturating : ElementCast::e2m1_by_rounding;
     for (const ElementCast v : {ElementCast::satfinite, ElementCast::satfinite_unsigned_zero,
-                                ElementCast::satfinite_negative_zero, unsaturated})
-      if (v != base.element_cast)
+                                ElementCast::satfinite_negative_zero, unsaturated, ElementCast::triton_clamp,
+                                ElementCast::torchao_e2m1, ElementCast::bounds_count})
+      if (v != base.element_cast && (v != ElementCast::torchao_e2m1 || base.element == FormatId::e2m1))
         e.push_back({15, cast_words(v), [=](Interpretation& h) { h.recipe.element_cast = v; }});
   }
   if (pow2) {
     e.push_back({16, base.exponent_by_log2 ? "exponents from the bits" : "exponents from the FP32 log2 (rounded, then ceil/floor)",
                  [=](Interpretation& h) { h.recipe.exponent_by_log2 = !base.exponent_by_log2; }});
     if (d.input != DType::fp32)  // eager PyTorch on a 16-bit tensor rounds the ratio and its log2 to it
-      e.push_back({17, "the scale's ratio and log2 rounded to the input dtype (eager PyTorch)", [=](Interpretation& h) {
+      e.push_back({17, "the scale's ratio, log2 and elements in the input dtype, zeros dequantized with their sign (eager PyTorch)",
+                   [=](Interpretation& h) {
                      h.recipe.scale_dtype = d.input == DType::bf16 ? FormatId::bf16 : FormatId::fp16;
                      h.recipe.exponent_by_log2 = true;
+                     h.recipe.dequantize_unsigned_zero = false;  // +0 for 0x8 is torch.compile's
                    }});
     e.push_back({18, base.pow2_min_normal_divisor ? "elements scaled by 2^-e exactly" : "elements divided by max(2^e, 2^-126) (torchao)",
                  [=](Interpretation& h) { h.recipe.pow2_min_normal_divisor = !base.pow2_min_normal_divisor; }});
+    e.push_back({21, base.pow2_zero_byte_unscaled ? "scale byte 0 scales by 2^127" : "scale byte 0 scales the elements by 1 (torchao RCEIL)",
+                 [=](Interpretation& h) { h.recipe.pow2_zero_byte_unscaled = !base.pow2_zero_byte_unscaled; }});
+    e.push_back({19, base.float_exponent ? "NaN or inf blocks as OCP MX (scale 0xFF, NaN codes)"
+                                         : "the exponent a float (NaN ignored by the max, inf max: 0xFF, elements * 2^-inf)",
+                 [=](Interpretation& h) { h.recipe.float_exponent = !base.float_exponent; }});
   }
+  if (d.dequantized)
+    e.push_back({20, base.dequantize_unsigned_zero ? "zeros dequantized with their sign (0x8 -> -0)" : "zeros dequantized as +0",
+                 [=](Interpretation& h) { h.recipe.dequantize_unsigned_zero = !base.dequantize_unsigned_zero; }});
+  if (two_level && base.tensor_param == TensorParam::encode && d.input != DType::fp32)
+    e.push_back({17, "the global scale and block ratio computed in the input dtype (16-bit observer statistics)",
+                 [=](Interpretation& h) { h.recipe.scale_dtype = d.input == DType::bf16 ? FormatId::bf16 : FormatId::fp16; }});
+  if (base.scale == BlockScale::tensor_only)
+    e.push_back({5, base.zero_guard == ZeroGuard::none ? "a zero scale zeroes the elements" : "no guard on a zero scale (x * (1/0))",
+                 [=](Interpretation& h) {
+                   h.recipe.zero_guard = base.zero_guard == ZeroGuard::none ? ZeroGuard::block_and_scale : ZeroGuard::none;
+                 }});
   if (format_of(base.element).bits() == 4 && static_cast<std::int64_t>(d.codes.size()) * 2 == d.rows * d.cols)
     e.push_back({11, "element 2i in the high nibble", [](Interpretation& h) {
                    h.nibbles = h.nibbles == NibbleOrder::low_first ? NibbleOrder::high_first : NibbleOrder::low_first;

@@ -119,7 +119,8 @@ def nvfp4_numpy_port(x, ties_up=False):
     blocks = x.reshape(rows, cols // 16, 16)
     g = np.float32(np.max(np.abs(x)) / np.float32(448 * 6))
     bmax = np.max(np.abs(blocks), axis=2)
-    s = (bmax / np.float32(6)) / g
+    with np.errstate(divide="ignore", invalid="ignore"):  # an all-zero block stores scale 0 (kvq's block guard)
+        s = np.where(bmax == 0, np.float32(0), (bmax / np.float32(6)) / g).astype(np.float32)
     sf = _round_to_grid(s, 3, -6, 448, ties_up=False)  # E4M3 RNE, satfinite
     d = (sf * g)[:, :, None]
     safe = np.where(d == 0, np.float32(1), d)

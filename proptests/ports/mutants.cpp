@@ -73,6 +73,23 @@ std::vector<Mutant> build() {
                        "mxfp4-modelopt", [](Mutant& m) { m.quantize_recipe.element_rounding = Rounding::nearest_even; }));
   all.push_back(mutant("mxfp4-modelopt-signed-zero", "+0 written as 0x0 where the port writes every zero as 0x8",
                        "mxfp4-modelopt", [](Mutant& m) { m.quantize_recipe.element_cast = ElementCast::satfinite; }));
+  all.push_back(mutant("mla-model1-nan-unclamped", "a NaN element written 0x7F where the port's tl.clamp gives +448 (0x7E)",
+                       "mla-model1-tile64", [](Mutant& m) { m.quantize_recipe.element_cast = ElementCast::satfinite; }));
+  all.push_back(mutant("mla-model1-inf-tile-as-mx", "an infinite tile's elements NaN where the port scales them by 2^-inf",
+                       "mla-model1-tile64", [](Mutant& m) { m.quantize_recipe.float_exponent = false; }));
+  all.push_back(mutant("fp8-tensor-rcp-triton-zero-scale-guarded", "an all-zero tile zeroed where the port computes 0 * (1/0)",
+                       "fp8-e4m3-tensor-rcp-triton", [](Mutant& m) { m.quantize_recipe.zero_guard = ZeroGuard::block_and_scale; }));
+  all.push_back(mutant("nvfp4-compressed-tensors-ratio-by-reciprocal",
+                       "bmax / 6 as bmax * RN(1/6) where the port divides by a tensor (IEEE)", "nvfp4-compressed-tensors",
+                       [](Mutant& m) { m.quantize_recipe.division = Division::constant_reciprocal; }));
+  all.push_back(mutant("nvfp4-torchao-nan-as-six", "a NaN element written +6 (0x7) where torchao's bit cast gives 0x4",
+                       "nvfp4-torchao", [](Mutant& m) { m.quantize_recipe.element_cast = ElementCast::satfinite; }));
+  all.push_back(mutant("blockfp4-nan-as-six", "a NaN element written +6 (0x7) where counting bounds gives 0x0",
+                       "blockfp4-e8m0-ceil", [](Mutant& m) { m.quantize_recipe.element_cast = ElementCast::satfinite_unsigned_zero; }));
+  all.push_back(mutant("blockfp4-dequantize-signed-zero", "0x8 dequantized as -0 where the port writes +0",
+                       "blockfp4-e8m0-ceil", [](Mutant& m) { m.dequantize_recipe.dequantize_unsigned_zero = false; }));
+  all.push_back(mutant("mxfp8-rceil-zero-byte-unscaled", "scale byte 0 applied as 1 (torchao's RCEIL) where the port scales by 2^127",
+                       "mxfp8-e4m3-rceil", [](Mutant& m) { m.quantize_recipe.pow2_zero_byte_unscaled = true; }));
   return all;
 }
 

@@ -30,9 +30,8 @@ def _need(cond, msg):
 
 MX_MODES = ("FLOOR", "CEIL", "EVEN", "RCEIL")
 MXFP4_RECIPES = {"FLOOR": "mxfp4-floor", "CEIL": "mxfp4-ceil", "EVEN": "mxfp4-even", "RCEIL": "mxfp4-rceil"}
-# kvq names MXFP8 under FLOOR only; CEIL / EVEN / RCEIL are its power-of-two-rule variants, which
-# kvq identify names (verify against mxfp8-e4m3-floor fails by design, then identify answers).
-MXFP8_RECIPES = {m: "mxfp8-e4m3-floor" for m in ("FLOOR", "CEIL", "EVEN", "RCEIL")}
+# torchao's four scale modes with FP8 elements: mxfp8-e4m3-floor / -ceil / -even / -rceil.
+MXFP8_RECIPES = {m: "mxfp8-e4m3-" + m.lower() for m in ("FLOOR", "CEIL", "EVEN", "RCEIL")}
 
 
 def _torchao_mx(elem, mode, compiled):
