@@ -574,10 +574,22 @@ KVQ_HD inline std::uint8_t quantize_two_level(const Recipe& r, float g, const fl
 
 }  // namespace recipe_detail
 
+namespace recipe_detail {
+// A power-of-two block's elements as eager PyTorch computes them on a 16-bit tensor (Recipe::
+// scale_dtype): x / exp2(e), both rounded to that dtype (FP16: 2^e below 2^-24 is 0, so x / 0).
+// Out of line on the device, the recipe by value (KVQ_VARIANT_NOINLINE says why), so that
+// quantize_block stays small enough to inline and fold in the fixed kernels.
+KVQ_HD KVQ_VARIANT_NOINLINE inline void pow2_elements_in_scale_dtype(Recipe r, int e, const float* x, int n,
+                                                                     std::uint8_t* codes) {
+  const float p = in_scale_dtype(r, pow2_float(e));
+  for (int i = 0; i < n; ++i) codes[i] = encode_element(r, in_scale_dtype(r, x[i] / p));
+}
+}  // namespace recipe_detail
+
 // Quantizes one block of n <= kMaxRecipeBlock values: element codes (unpacked, one per byte) and
 // the block's scale code (E4M3 or E8M0; 0 for tensor_only). g is tensor_scale(r, amax) where the
 // recipe has one.
-KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float* x, int n, std::uint8_t* codes) {
+KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block(const Recipe& r, float g, const float* x, int n, std::uint8_t* codes) {
   using namespace recipe_detail;
   float bmax = 0.0f;
   bool any_nan = false;
@@ -603,10 +615,8 @@ KVQ_HD inline std::uint8_t quantize_block(const Recipe& r, float g, const float*
       // x * 2^-e is exact in FP32 except for FP32-subnormal products, which every element
       // format rounds to +-0 from the exact value too: the exact scaling, rounded once.
       // (torchao divides by max(2^e, 2^-126): Recipe::pow2_min_normal_divisor.)
-      if (r.scale_dtype != FormatId::fp32) {  // eager PyTorch on a 16-bit tensor: x / exp2(e), both in that
-        const float p = in_scale_dtype(r, pow2_float(e));  // dtype (FP16: 2^e below 2^-24 is 0, x / 0)
-        KVQ_UNROLL
-        for (int i = 0; i < n; ++i) codes[i] = encode_element(r, in_scale_dtype(r, x[i] / p));
+      if (r.scale_dtype != FormatId::fp32) {
+        pow2_elements_in_scale_dtype(r, e, x, n, codes);
         return static_cast<std::uint8_t>(e + r.e8m0_bias);
       }
       // (torchao's RCEIL multiplies by 1 at byte 0: Recipe::pow2_zero_byte_unscaled.)
