@@ -23,6 +23,19 @@ struct Counters {
 
 __device__ inline float as_float(std::uint32_t b) { return __uint_as_float(b); }
 
+// A sweep's mismatch: counted by the thread (local, added to the total once a thread), the first
+// kKeep kept.
+__device__ inline void record_mismatch(Counters* counters, std::uint32_t input, std::uint32_t expected,
+                                       std::uint32_t actual, unsigned long long* local) {
+  ++*local;
+  const unsigned slot = atomicAdd(&counters->kept, 1u);
+  if (slot < kKeep) counters->first[slot] = Mismatch{input, expected, actual};
+}
+// FP32 results equal bit for bit, or both NaN (payloads differ between model and instruction).
+__device__ inline bool same_fp32(std::uint32_t a, std::uint32_t b) {
+  return a == b || ((a & 0x7fffffffu) > 0x7f800000u && (b & 0x7fffffffu) > 0x7f800000u);
+}
+
 template <props::CudaIntrinsic kWhich>
 __global__ void intrinsic_sweep_kernel(std::uint64_t begin, std::uint64_t count, Counters* counters) {
   constexpr props::IntrinsicModel m = props::model_of(kWhich);
@@ -34,11 +47,7 @@ __global__ void intrinsic_sweep_kernel(std::uint64_t begin, std::uint64_t count,
     const auto bits = static_cast<std::uint32_t>(begin + i);
     const std::uint32_t expected = props::call_intrinsic(kWhich, as_float(bits));
     const auto actual = static_cast<std::uint32_t>(encode(f, c, unpack(kFP32, bits)));
-    if (expected != actual) {
-      ++local;
-      const unsigned slot = atomicAdd(&counters->kept, 1u);
-      if (slot < kKeep) counters->first[slot] = Mismatch{bits, expected, actual};
-    }
+    if (expected != actual) record_mismatch(counters, bits, expected, actual, &local);
   }
   if (local) atomicAdd(&counters->mismatches, local);
 }
@@ -52,11 +61,7 @@ __global__ void fast_path_sweep_kernel(Counters* counters) {
     const auto bits = static_cast<std::uint32_t>(i);
     const std::uint32_t expected = props::fast_path_reference(kPath, bits);
     const std::uint32_t actual = props::fast_path_result(kPath, bits);
-    if (!props::fast_path_agrees(kPath, actual, expected)) {
-      ++local;
-      const unsigned slot = atomicAdd(&counters->kept, 1u);
-      if (slot < kKeep) counters->first[slot] = Mismatch{bits, expected, actual};
-    }
+    if (!props::fast_path_agrees(kPath, actual, expected)) record_mismatch(counters, bits, expected, actual, &local);
   }
   if (local) atomicAdd(&counters->mismatches, local);
 }
@@ -103,16 +108,6 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
   return cudaErrorInvalidValue;
 }
 
-// One mismatch of a sweep: counted by the thread, the first kKeep kept (both NaN counts as equal).
-__device__ inline void tally(Counters* counters, std::uint32_t input, std::uint32_t expected, std::uint32_t actual,
-                             unsigned long long* local) {
-  const bool both_nan = (expected & 0x7fffffffu) > 0x7f800000u && (actual & 0x7fffffffu) > 0x7f800000u;
-  if (expected == actual || both_nan) return;
-  ++*local;
-  const unsigned slot = atomicAdd(&counters->kept, 1u);
-  if (slot < kKeep) counters->first[slot] = Mismatch{input, expected, actual};
-}
-
 __global__ void rcp_sweep_kernel(const std::uint8_t* table, Counters* counters) {
   const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
   unsigned long long local = 0;
@@ -120,7 +115,8 @@ __global__ void rcp_sweep_kernel(const std::uint8_t* table, Counters* counters) 
        i += stride) {
     const auto bits = static_cast<std::uint32_t>(i);
     const std::uint32_t expected = __float_as_uint(rcp_approx_ftz(as_float(bits)));  // the instruction
-    tally(counters, bits, expected, __float_as_uint(rcp_approx_ftz_with(table, as_float(bits))), &local);
+    const std::uint32_t actual = __float_as_uint(rcp_approx_ftz_with(table, as_float(bits)));
+    if (!same_fp32(expected, actual)) record_mismatch(counters, bits, expected, actual, &local);
   }
   if (local) atomicAdd(&counters->mismatches, local);
 }
@@ -135,7 +131,8 @@ __global__ void div_full_sweep_kernel(const std::uint8_t* table, Counters* count
     const auto bits = static_cast<std::uint32_t>(i);
     const float x = as_float(props::mix32(bits)), y = as_float(bits);
     const std::uint32_t expected = __float_as_uint(div_full(x, y));  // the instruction
-    tally(counters, bits, expected, __float_as_uint(div_full_with(table, x, y)), &local);
+    const std::uint32_t actual = __float_as_uint(div_full_with(table, x, y));
+    if (!same_fp32(expected, actual)) record_mismatch(counters, bits, expected, actual, &local);
   }
   if (local) atomicAdd(&counters->mismatches, local);
 }
