@@ -7,7 +7,7 @@
 #include "cli/port_files.hpp"
 #include "cli/untrusted.hpp"
 #include "formats/recipe_names.hpp"
-#include "proptests/ports/identify.hpp"
+#include "oracle/identify.hpp"
 
 namespace kvq::cli {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "proptests/ports/port_data.hpp"
+#include "oracle/verify.hpp"
 
 namespace kvq::cli {
 

@@ -68,7 +68,7 @@ bool use_gpu(const std::string& device, std::string* error) {
 struct DeviceBuffer {
   void* p = nullptr;
   std::string error;
-  explicit DeviceBuffer(std::size_t bytes) { error = kernels::device::allocate(&p, bytes); }
+  explicit DeviceBuffer(std::size_t bytes) { error = kernels::device::allocate(&p, bytes).message(); }
   ~DeviceBuffer() { kernels::device::release(p); }
 };
 
@@ -117,7 +117,7 @@ int quant_command(const Args& args, std::ostream& out, std::ostream& err) {
   if (o.block) s.recipe.block = o.block;
   s.cols = x.shape.back();
   s.rows = x.shape.back() ? x.count() / s.cols : 0;
-  if (auto e = kernels::validate(s); !e.empty()) {
+  if (auto e = kernels::validate(s); !e.ok()) {
     err << "kvq quant: --in " << o.in << ": " << e << "\n";
     return 2;
   }
@@ -133,19 +133,19 @@ int quant_command(const Args& args, std::ostream& out, std::ostream& err) {
   if (!gpu) {
     amax = kernels::amax_cpu(input, x.bytes.data(), x.count());
     g = tensor_scale(s.recipe, amax);
-    error = kernels::quantize_cpu(s, input, x.bytes.data(), g, codes.bytes.data(), scales.bytes.data());
+    error = kernels::quantize_cpu(s, input, x.bytes.data(), g, codes.bytes.data(), scales.bytes.data()).message();
   } else {
     DeviceBuffer dx(x.bytes.size()), dc(codes.bytes.size()), ds(scales.bytes.size()), dm(sizeof(float));
     error = dx.error + dc.error + ds.error + dm.error;
-    if (error.empty()) error = kernels::device::upload(dx.p, x.bytes.data(), x.bytes.size());
-    if (error.empty()) error = kernels::device::amax(input, dx.p, x.count(), static_cast<float*>(dm.p), nullptr);
-    if (error.empty()) error = kernels::device::download(&amax, dm.p, sizeof amax);
+    if (error.empty()) error = kernels::device::upload(dx.p, x.bytes.data(), x.bytes.size()).message();
+    if (error.empty()) error = kernels::device::amax(input, dx.p, x.count(), static_cast<float*>(dm.p), nullptr).message();
+    if (error.empty()) error = kernels::device::download(&amax, dm.p, sizeof amax).message();
     g = tensor_scale(s.recipe, amax);
     if (error.empty())
       error = kernels::device::quantize(s, input, dx.p, g, static_cast<std::uint8_t*>(dc.p),
-                                        static_cast<std::uint8_t*>(ds.p), nullptr);
-    if (error.empty()) error = kernels::device::download(codes.bytes.data(), dc.p, codes.bytes.size());
-    if (error.empty()) error = kernels::device::download(scales.bytes.data(), ds.p, scales.bytes.size());
+                                        static_cast<std::uint8_t*>(ds.p), nullptr).message();
+    if (error.empty()) error = kernels::device::download(codes.bytes.data(), dc.p, codes.bytes.size()).message();
+    if (error.empty()) error = kernels::device::download(scales.bytes.data(), ds.p, scales.bytes.size()).message();
   }
   if (!error.empty()) {
     err << "kvq quant: " << error << "\n";
@@ -222,7 +222,7 @@ int dequant_command(const Args& args, std::ostream& out, std::ostream& err) {
   s.cols = q.cols;
   if (named->recipe.scale != BlockScale::tensor_only) s.recipe.block = q.block;
   const float g = float_from_bits(q.tensor_scale_bits);
-  if (auto e = kernels::validate(s); !e.empty()) {
+  if (auto e = kernels::validate(s); !e.ok()) {
     err << "kvq dequant: " << o.in << "/quant.json: " << e << "\n";
     return 2;
   }
@@ -254,16 +254,16 @@ int dequant_command(const Args& args, std::ostream& out, std::ostream& err) {
   NpyArray y{*output == DType::fp32 ? "<f4" : "<u2", {s.rows, s.cols},
              std::vector<std::uint8_t>(static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(*output)))};
   if (!gpu) {
-    error = kernels::dequantize_cpu(s, codes.bytes.data(), scales.bytes.data(), g, *output, y.bytes.data());
+    error = kernels::dequantize_cpu(s, codes.bytes.data(), scales.bytes.data(), g, *output, y.bytes.data()).message();
   } else {
     DeviceBuffer dc(codes.bytes.size()), ds(scales.bytes.size()), dy(y.bytes.size());
     error = dc.error + ds.error + dy.error;
-    if (error.empty()) error = kernels::device::upload(dc.p, codes.bytes.data(), codes.bytes.size());
-    if (error.empty()) error = kernels::device::upload(ds.p, scales.bytes.data(), scales.bytes.size());
+    if (error.empty()) error = kernels::device::upload(dc.p, codes.bytes.data(), codes.bytes.size()).message();
+    if (error.empty()) error = kernels::device::upload(ds.p, scales.bytes.data(), scales.bytes.size()).message();
     if (error.empty())
       error = kernels::device::dequantize(s, static_cast<std::uint8_t*>(dc.p), static_cast<std::uint8_t*>(ds.p), g,
-                                          *output, dy.p, nullptr);
-    if (error.empty()) error = kernels::device::download(y.bytes.data(), dy.p, y.bytes.size());
+                                          *output, dy.p, nullptr).message();
+    if (error.empty()) error = kernels::device::download(y.bytes.data(), dy.p, y.bytes.size()).message();
   }
   if (!error.empty()) {
     err << "kvq dequant: " << error << "\n";

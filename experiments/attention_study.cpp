@@ -36,8 +36,8 @@ std::vector<float> through(const std::string& recipe, const std::vector<float>& 
   std::vector<float> y = q.values;
   if (workspace) {
     std::vector<std::uint8_t> ws(x.size());
-    const std::string e = kernels::requantize_e4m3_cpu(q.shape, q.codes.data(), q.scales.data(), 1.0f / 6.0f, ws.data());
-    if (!e.empty()) throw std::runtime_error(e);
+    const Status e = kernels::requantize_e4m3_cpu(q.shape, q.codes.data(), q.scales.data(), 1.0f / 6.0f, ws.data());
+    if (!e.ok()) throw std::runtime_error(e.message());
     const float decode = 6.0f * q.g;
     for (std::size_t k = 0; k < ws.size(); ++k) y[k] = e4m3_value_fast(ws[k]) * decode;
   }

@@ -28,21 +28,21 @@ std::string qsnr_totals(const Recipe& r, int n, float g, const std::vector<float
   const std::int64_t blocks = static_cast<std::int64_t>(x.size()) / n;
   const std::int64_t chunks = (blocks + kChunkBlocks - 1) / kChunkBlocks;
   void *x_dev = nullptr, *partials = nullptr, *chunk_sums = nullptr, *crest = nullptr;
-  std::string e = kernels::device::allocate(&x_dev, x.size() * sizeof(float));
-  if (e.empty()) e = kernels::device::allocate(&partials, static_cast<std::size_t>(blocks) * sizeof(BlockPartial));
-  if (e.empty()) e = kernels::device::allocate(&chunk_sums, static_cast<std::size_t>(chunks) * sizeof(ChunkSum));
-  if (e.empty()) e = kernels::device::allocate(&crest, static_cast<std::size_t>(blocks) * sizeof(double));
-  if (e.empty()) e = kernels::device::upload(x_dev, x.data(), x.size() * sizeof(float));
-  if (e.empty())
+  Status e = kernels::device::allocate(&x_dev, x.size() * sizeof(float));
+  if (e.ok()) e = kernels::device::allocate(&partials, static_cast<std::size_t>(blocks) * sizeof(BlockPartial));
+  if (e.ok()) e = kernels::device::allocate(&chunk_sums, static_cast<std::size_t>(chunks) * sizeof(ChunkSum));
+  if (e.ok()) e = kernels::device::allocate(&crest, static_cast<std::size_t>(blocks) * sizeof(double));
+  if (e.ok()) e = kernels::device::upload(x_dev, x.data(), x.size() * sizeof(float));
+  if (e.ok())
     e = launch_qsnr_sums(r, n, g, static_cast<const float*>(x_dev), blocks, static_cast<BlockPartial*>(partials),
                          static_cast<ChunkSum*>(chunk_sums), static_cast<double*>(crest));
-  if (e.empty()) e = kernels::device::synchronize();
+  if (e.ok()) e = kernels::device::synchronize();
   std::vector<ChunkSum> sums(static_cast<std::size_t>(chunks));
   out->crest.resize(static_cast<std::size_t>(blocks));
-  if (e.empty()) e = kernels::device::download(sums.data(), chunk_sums, sums.size() * sizeof(ChunkSum));
-  if (e.empty()) e = kernels::device::download(out->crest.data(), crest, out->crest.size() * sizeof(double));
+  if (e.ok()) e = kernels::device::download(sums.data(), chunk_sums, sums.size() * sizeof(ChunkSum));
+  if (e.ok()) e = kernels::device::download(out->crest.data(), crest, out->crest.size() * sizeof(double));
   for (void* p : {x_dev, partials, chunk_sums, crest}) kernels::device::release(p);
-  if (!e.empty()) return e;
+  if (!e.ok()) return e.message();
   out->sum = ChunkSum{};
   for (const ChunkSum& c : sums) add_chunk(out->sum, c);  // in chunk order, as qsnr_totals_cpu
   return {};

@@ -43,22 +43,22 @@ std::string quantize_on_device(const std::vector<float>& x, QuantizedTensor* q) 
   const DeviceCopy dc(nullptr, q->codes.size(), true), ds(nullptr, q->scales.size(), true);
   const DeviceCopy dy(nullptr, n * sizeof(float), true);
   for (const DeviceCopy* b : {&dx, &damax, &dc, &ds, &dy})
-    if (!b->error.empty()) return b->error;
+    if (!b->error.ok()) return b->error.message();
   float amax = 0;
-  std::string e = kernels::device::amax(kernels::DType::fp32, dx.p, static_cast<std::int64_t>(n),
+  Status e = kernels::device::amax(kernels::DType::fp32, dx.p, static_cast<std::int64_t>(n),
                                         static_cast<float*>(damax.p), nullptr);
-  if (e.empty()) e = kernels::device::synchronize();
-  if (e.empty()) e = damax.fetch(&amax, "amax");
-  if (!e.empty()) return e;
+  if (e.ok()) e = kernels::device::synchronize();
+  if (e.ok()) e = damax.fetch(&amax, "amax");
+  if (!e.ok()) return e.message();
   q->g = tensor_scale(q->shape.recipe, amax);
   e = kernels::device::quantize(q->shape, kernels::DType::fp32, dx.p, q->g, dc.bytes_ptr(), ds.bytes_ptr(), nullptr);
-  if (e.empty())
+  if (e.ok())
     e = kernels::device::dequantize(q->shape, dc.bytes_ptr(), ds.bytes_ptr(), q->g, kernels::DType::fp32, dy.p, nullptr);
-  if (e.empty()) e = kernels::device::synchronize();
-  if (e.empty()) e = dc.fetch(q->codes.data(), "codes");
-  if (e.empty()) e = ds.fetch(q->scales.data(), "scales");
-  if (e.empty()) e = dy.fetch(q->values.data(), "values");
-  return e;
+  if (e.ok()) e = kernels::device::synchronize();
+  if (e.ok()) e = dc.fetch(q->codes.data(), "codes");
+  if (e.ok()) e = ds.fetch(q->scales.data(), "scales");
+  if (e.ok()) e = dy.fetch(q->values.data(), "values");
+  return e.message();
 }
 
 }  // namespace
@@ -70,16 +70,16 @@ QuantizedTensor quantize_tensor(const Recipe& r, const std::vector<float>& x, st
   q.codes.resize(q.shape.code_bytes());
   q.scales.resize(q.shape.scale_bytes());
   q.values.resize(x.size());
-  std::string e = kernels::validate(q.shape);
-  if (e.empty() && on_device) {
+  Status e = kernels::validate(q.shape);
+  if (e.ok() && on_device) {
     e = quantize_on_device(x, &q);
-  } else if (e.empty()) {
+  } else if (e.ok()) {
     q.g = tensor_scale(r, kernels::amax_cpu(kernels::DType::fp32, x.data(), static_cast<std::int64_t>(x.size())));
     e = kernels::quantize_cpu(q.shape, kernels::DType::fp32, x.data(), q.g, q.codes.data(), q.scales.data());
-    if (e.empty())
+    if (e.ok())
       e = kernels::dequantize_cpu(q.shape, q.codes.data(), q.scales.data(), q.g, kernels::DType::fp32, q.values.data());
   }
-  if (!e.empty()) throw std::runtime_error(e);
+  if (!e.ok()) throw std::runtime_error(e.message());
   return q;
 }
 

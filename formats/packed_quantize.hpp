@@ -439,12 +439,19 @@ KVQ_HD inline BlockPlan two_level_plan_lean(const Recipe& r, const GlobalTerms& 
   return recipe_detail::two_level_plan_from(r, t.g, bmax, lean_scale(t, bmax, divisor), TableMultiplier{t.codes});
 }
 
+// Whether the rule is the reference two-level one (or four_over_six's), whose plans have a lean form.
+KVQ_HD inline bool reference_two_level(const Recipe& r) {
+  return r.scale == BlockScale::e4m3_two_level &&
+         (r.two_level == TwoLevel::reference || r.two_level == TwoLevel::four_over_six);
+}
+// Whether plan_of takes the lean plan (two_level_plan_lean) for a block with max |x| = bmax.
+KVQ_HD inline bool lean_plan_of(const Recipe& r, const GlobalTerms& t, float bmax) {
+  return reference_two_level(r) && lean_block(t, bmax);
+}
 // The plan of a finite block, lean where it can be (the reference and four_over_six rules' /6).
 KVQ_HD inline BlockPlan plan_of(const Recipe& r, const GlobalTerms& t, float bmax, float divisor) {
-  const bool reference_rule = r.scale == BlockScale::e4m3_two_level &&
-                              (r.two_level == TwoLevel::reference || r.two_level == TwoLevel::four_over_six);
-  if (reference_rule && lean_block(t, bmax)) return two_level_plan_lean(r, t, bmax, divisor);
-  if (reference_rule) return recipe_detail::two_level_plan(r, t.g, bmax, divisor);
+  if (lean_plan_of(r, t, bmax)) return two_level_plan_lean(r, t, bmax, divisor);
+  if (reference_two_level(r)) return recipe_detail::two_level_plan(r, t.g, bmax, divisor);
   return plan_block(r, t.g, bmax, false);
 }
 
@@ -527,6 +534,20 @@ KVQ_HD inline bool four_over_six_usual(const Recipe& r, const GlobalTerms& t, co
 
 }  // namespace packed_detail
 
+// The routes by which quantize_block_packed reaches a block's words, in the order it tries them
+// (docs/recipes.md "Fast routes"). Its properties (packed/*/equals-quantize-block) record the route
+// of every case and fail where one that the recipe can take got none.
+enum class PackedRoute : std::uint8_t {
+  four_over_six_usual,  // packed_detail::four_over_six_usual: lean g with its table, both candidates small
+  four_over_six_words,  // packed_detail::four_over_six_words: another finite 4over6 block whose plans multiply
+  lean_plan,            // a finite block, one plan from g's code table by reciprocals (two_level_plan_lean)
+  plan,                 // a finite block, one plan by IEEE division (two_level_plan, plan_block)
+  quantize_block,       // quantize_block itself: no fast form, a NaN or inf block, or an unpackable plan
+};
+inline constexpr const char* kPackedRouteNames[] = {"four_over_six_usual", "four_over_six_words", "lean_plan", "plan",
+                                                    "quantize_block"};
+inline const char* name_of(PackedRoute route) { return kPackedRouteNames[static_cast<int>(route)]; }
+
 // Whether quantize_block_packed has a fast form for the recipe's elements (else it runs
 // quantize_block for every block): 4-bit elements rounded half to even, or E2M1 half away.
 KVQ_HD constexpr bool has_packed_fast_form(const Recipe& r) {
@@ -555,21 +576,33 @@ KVQ_HD inline void pack_codes(const std::uint8_t* codes, int n, std::uint32_t* w
 // kPairs: x are BF16 or FP16 values and `pairs` their kN/2 words as loaded (element 2i in the low
 // half; the kernels' 16-bit inputs): the block max and the signs from paired 16-bit operations
 // (packed_detail::block_signs_and_max), the same results.
+// route: where not null, the route the block took (the properties; kernels pass none, and the
+// stores fold away).
 template <int kN, PairWords kPairs = PairWords::none>
 KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_packed(const Recipe& r, const GlobalTerms& t, const float* x,
-                                                 std::uint32_t* words, const std::uint32_t* pairs = nullptr) {
+                                                 std::uint32_t* words, const std::uint32_t* pairs = nullptr,
+                                                 PackedRoute* route = nullptr) {
   static_assert(kN % 8 == 0 && kN <= kMaxRecipeBlock, "whole words");
+  const auto took = [route](PackedRoute taken) {
+    if (route != nullptr) *route = taken;
+  };
   if (has_packed_fast_form(r)) {
     std::uint32_t signs[kN / 8];
     const float m = packed_detail::block_signs_and_max<kN, kPairs>(x, pairs, signs);
     if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six) {
       std::uint8_t scale = 0;
-      if (packed_detail::four_over_six_usual<kN>(r, t, x, signs, m, words, &scale)) return scale;
+      if (packed_detail::four_over_six_usual<kN>(r, t, x, signs, m, words, &scale)) {
+        took(PackedRoute::four_over_six_usual);
+        return scale;
+      }
     }
     if (m <= kFp32Max) {  // finite: m is the block max, and no element is NaN
       if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six) {
         std::uint8_t scale = 0;
-        if (packed_detail::four_over_six_words<kN>(r, t, x, signs, m, words, &scale)) return scale;
+        if (packed_detail::four_over_six_words<kN>(r, t, x, signs, m, words, &scale)) {
+          took(PackedRoute::four_over_six_words);
+          return scale;
+        }
       } else {
         const BlockPlan p = packed_detail::plan_of(r, t, m, element_max(r));
         if (packed_detail::packable(p)) {
@@ -581,6 +614,7 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_packed(const Recipe& r, con
           } else {
             packed_detail::encode_words<kN, false>(magnitude, x, signs, p.by, y, words);
           }
+          took(packed_detail::lean_plan_of(r, t, m) ? PackedRoute::lean_plan : PackedRoute::plan);
           return p.scale_code;
         }
       }
@@ -589,12 +623,14 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_packed(const Recipe& r, con
   std::uint8_t codes[kN];
   const std::uint8_t scale = quantize_block(r, t.g, x, kN, codes);
   pack_codes(codes, kN, words);
+  took(PackedRoute::quantize_block);
   return scale;
 }
 
 template <int kN>
-KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, float g, const float* x, std::uint32_t* words) {
-  return quantize_block_packed<kN>(r, global_terms(g), x, words);
+KVQ_HD inline std::uint8_t quantize_block_packed(const Recipe& r, float g, const float* x, std::uint32_t* words,
+                                                 PackedRoute* route = nullptr) {
+  return quantize_block_packed<kN>(r, global_terms(g), x, words, nullptr, route);
 }
 
 }  // namespace kvq

@@ -212,7 +212,7 @@ inline constexpr std::array<NamedRecipe, 32> kRecipes{{
      "writer, s = 1)"},
 }};
 
-inline std::optional<NamedRecipe> recipe_from_name(std::string_view name) {
+constexpr std::optional<NamedRecipe> recipe_from_name(std::string_view name) {
   for (const auto& r : kRecipes)
     if (r.name == name) return r;
   return std::nullopt;

@@ -23,74 +23,74 @@ __global__ void fill_kernel(DType t, void* x, std::int64_t count, std::int64_t c
   }
 }
 
-std::string status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
+Status status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
 
 }  // namespace
 
-std::string time_median(const std::function<std::string()>& launch, int repeats, double* median_ms) {
+Status time_median(const std::function<Status()>& launch, int repeats, double* median_ms) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
   std::vector<float> times;
-  std::string e;
-  for (int i = 0; i < 3 + repeats && e.empty(); ++i) {
+  Status e;
+  for (int i = 0; i < 3 + repeats && e.ok(); ++i) {
     cudaEventRecord(start);
     e = launch();
     cudaEventRecord(stop);
-    if (e.empty()) e = status(cudaEventSynchronize(stop));
+    if (e.ok()) e = status(cudaEventSynchronize(stop));
     float ms = 0;
     cudaEventElapsedTime(&ms, start, stop);
     if (i >= 3) times.push_back(ms);
   }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
-  if (!e.empty()) return e;
+  if (!e.ok()) return e;
   std::sort(times.begin(), times.end());
   *median_ms = times[times.size() / 2];
   return {};
 }
 
-std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int64_t rows, std::int64_t cols,
-                           int repeats, std::vector<BenchRow>* out, std::string* device_name, ScaleSwizzle paged_swizzle) {
+Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int64_t rows, std::int64_t cols,
+                      int repeats, std::vector<BenchRow>* out, std::string* device_name, ScaleSwizzle paged_swizzle) {
   cudaDeviceProp prop{};
-  if (auto e = status(cudaGetDeviceProperties(&prop, 0)); !e.empty()) return e;
+  if (auto e = status(cudaGetDeviceProperties(&prop, 0)); !e.ok()) return e;
   *device_name = prop.name;
   const std::int64_t count = rows * cols;
   const std::size_t in_bytes = static_cast<std::size_t>(count) * bytes_of(dtype);
   void *x = nullptr, *codes = nullptr, *scales = nullptr, *y = nullptr, *copy = nullptr, *m = nullptr;
-  std::string e = status(cudaMalloc(&x, in_bytes));
-  if (e.empty()) e = status(cudaMalloc(&codes, static_cast<std::size_t>(count)));
-  if (e.empty()) e = status(cudaMalloc(&scales, static_cast<std::size_t>(count / 16 + 1)));
-  if (e.empty()) e = status(cudaMalloc(&y, in_bytes));
-  if (e.empty()) e = status(cudaMalloc(&copy, in_bytes));
-  if (e.empty()) e = status(cudaMalloc(&m, sizeof(float)));
-  if (e.empty()) {
+  Status e = status(cudaMalloc(&x, in_bytes));
+  if (e.ok()) e = status(cudaMalloc(&codes, static_cast<std::size_t>(count)));
+  if (e.ok()) e = status(cudaMalloc(&scales, static_cast<std::size_t>(count / 16 + 1)));
+  if (e.ok()) e = status(cudaMalloc(&y, in_bytes));
+  if (e.ok()) e = status(cudaMalloc(&copy, in_bytes));
+  if (e.ok()) e = status(cudaMalloc(&m, sizeof(float)));
+  if (e.ok()) {
     fill_kernel<<<prop.multiProcessorCount * 8, 256>>>(dtype, x, count, cols);
     e = status(cudaDeviceSynchronize());
   }
   auto copy_gbps = [&](double bytes, double* gbps) {  // D2D copy of bytes/2 read + bytes/2 written
     double ms = 0;
     const auto half = static_cast<std::size_t>(bytes / 2);
-    const std::string err = time_median([&] { return status(cudaMemcpyAsync(copy, x, std::min(half, in_bytes), cudaMemcpyDeviceToDevice)); },
+    const Status err = time_median([&] { return status(cudaMemcpyAsync(copy, x, std::min(half, in_bytes), cudaMemcpyDeviceToDevice)); },
                                         repeats, &ms);
     *gbps = 2.0 * static_cast<double>(std::min(half, in_bytes)) / (ms * 1e6);
     return err;
   };
-  if (e.empty()) {
+  if (e.ok()) {
     double ms = 0, copy_rate = 0;
     e = time_median([&] { return device::amax(dtype, x, count, static_cast<float*>(m), nullptr); }, repeats, &ms);
-    if (e.empty()) e = copy_gbps(2.0 * static_cast<double>(in_bytes), &copy_rate);
+    if (e.ok()) e = copy_gbps(2.0 * static_cast<double>(in_bytes), &copy_rate);
     out->push_back({"amax", "-", name_of(dtype), static_cast<double>(in_bytes), ms, in_bytes / (ms * 1e6), copy_rate});
     // The write-only yardstick: cudaMemset of the input's bytes against a copy moving as many
     // bytes (half read, half written). Dequantize to FP32 is ~89% writes (4.56 bytes an element).
-    if (e.empty()) e = time_median([&] { return status(cudaMemsetAsync(y, 0x3c, in_bytes)); }, repeats, &ms);
-    if (e.empty()) e = copy_gbps(static_cast<double>(in_bytes), &copy_rate);
-    if (e.empty())
+    if (e.ok()) e = time_median([&] { return status(cudaMemsetAsync(y, 0x3c, in_bytes)); }, repeats, &ms);
+    if (e.ok()) e = copy_gbps(static_cast<double>(in_bytes), &copy_rate);
+    if (e.ok())
       out->push_back({"memset", "- (writes only)", name_of(dtype), static_cast<double>(in_bytes), ms, in_bytes / (ms * 1e6),
                       copy_rate});
   }
   for (const BenchCase& c : cases) {
-    if (!e.empty()) break;
+    if (!e.ok()) break;
     QuantizeShape s{c.recipe, rows, cols};
     const double q_bytes = static_cast<double>(in_bytes + s.code_bytes() + s.scale_bytes());
     const float g = 1.0f;
@@ -98,21 +98,21 @@ std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std
     e = time_median([&] {
           return device::quantize(s, dtype, x, g, static_cast<std::uint8_t*>(codes), static_cast<std::uint8_t*>(scales), nullptr);
         }, repeats, &ms);
-    if (e.empty()) e = copy_gbps(q_bytes, &copy_rate);
+    if (e.ok()) e = copy_gbps(q_bytes, &copy_rate);
     out->push_back({"quantize", c.recipe_name, name_of(dtype), q_bytes, ms, q_bytes / (ms * 1e6), copy_rate});
-    if (!e.empty()) break;
+    if (!e.ok()) break;
     e = time_median([&] {
           return device::dequantize(s, static_cast<std::uint8_t*>(codes), static_cast<std::uint8_t*>(scales), g, dtype, y, nullptr);
         }, repeats, &ms);
-    if (e.empty()) e = copy_gbps(q_bytes, &copy_rate);
+    if (e.ok()) e = copy_gbps(q_bytes, &copy_rate);
     out->push_back({"dequantize", c.recipe_name, name_of(dtype), q_bytes, ms, q_bytes / (ms * 1e6), copy_rate});
-    if (!e.empty() || dtype != DType::bf16) continue;  // the workspace has no input type: one row per recipe
+    if (!e.ok() || dtype != DType::bf16) continue;  // the workspace has no input type: one row per recipe
     const double w_bytes = static_cast<double>(s.code_bytes() + s.scale_bytes() + count);
     e = time_median([&] {
           return device::requantize_e4m3(s, static_cast<std::uint8_t*>(codes), static_cast<std::uint8_t*>(scales),
                                          1.0f / 6.0f, static_cast<std::uint8_t*>(y), nullptr);
         }, repeats, &ms);
-    if (e.empty()) e = copy_gbps(w_bytes, &copy_rate);
+    if (e.ok()) e = copy_gbps(w_bytes, &copy_rate);
     out->push_back({"workspace", c.recipe_name, "e4m3", w_bytes, ms, w_bytes / (ms * 1e6), copy_rate});
   }
   // Paged store (kernels/paged_store.hpp) for the FP8 per-tensor and NVFP4 recipes: K and V are
@@ -122,19 +122,19 @@ std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std
   // Bytes: K and V read, slot_mapping read, every cache byte of the T tokens written.
   const std::int64_t paged_heads = 8, paged_tokens = count / (2 * paged_heads * cols) / 16 * 16;
   void* slots = nullptr;
-  if (e.empty() && paged_tokens > 0) {
+  if (e.ok() && paged_tokens > 0) {
     std::vector<std::int64_t> block_order(static_cast<std::size_t>(paged_tokens / 16)), host_slots;
     std::iota(block_order.begin(), block_order.end(), 0);
     std::shuffle(block_order.begin(), block_order.end(), std::mt19937_64(20261122));
     for (std::int64_t t = 0; t < paged_tokens; ++t) host_slots.push_back(block_order[t / 16] * 16 + t % 16);
     e = status(cudaMalloc(&slots, host_slots.size() * sizeof(std::int64_t)));
-    if (e.empty())
+    if (e.ok())
       e = status(cudaMemcpy(slots, host_slots.data(), host_slots.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
   }
   for (const BenchCase& c : cases) {
     const bool fp8 = c.recipe.element == FormatId::e4m3fn && c.recipe.scale == BlockScale::tensor_only;
     const bool nvfp4 = c.recipe.element == FormatId::e2m1 && c.recipe.scale == BlockScale::e4m3_two_level && c.recipe.block == 16;
-    if (!e.empty() || paged_tokens == 0 || (!fp8 && !nvfp4)) continue;
+    if (!e.ok() || paged_tokens == 0 || (!fp8 && !nvfp4)) continue;
     for (const KvOrder order : {KvOrder::nhd, KvOrder::hnd}) {
       PagedStoreShape s;
       const ScaleSwizzle swizzle = fp8 ? ScaleSwizzle::none : paged_swizzle;
@@ -153,11 +153,11 @@ std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std
                                                  paged_tokens * 8 + (fp8 ? 2 : 1) * s.layout.buffer_bytes());
       double ms = 0, copy_rate = 0;
       e = time_median([&] { return device::paged_store(s, paged_scales, a, nullptr); }, repeats, &ms);
-      if (e.empty()) e = copy_gbps(p_bytes, &copy_rate);
+      if (e.ok()) e = copy_gbps(p_bytes, &copy_rate);
       const char* swizzled = swizzle == ScaleSwizzle::v_only ? "-v" : (swizzle == ScaleSwizzle::k_and_v ? "-kv" : "");
       out->push_back({std::string(order == KvOrder::nhd ? "paged-nhd" : "paged-hnd") + swizzled, c.recipe_name,
                       name_of(dtype), p_bytes, ms, p_bytes / (ms * 1e6), copy_rate});
-      if (!e.empty()) break;
+      if (!e.ok()) break;
     }
   }
   for (void* p : {x, codes, scales, y, copy, m, slots}) cudaFree(p);
@@ -174,10 +174,10 @@ std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std
 namespace kvq::kernels {
 namespace {
 
-std::string mla_copy_rate(void* dst, const void* src, std::size_t capacity, double bytes, int repeats, double* gbps) {
+Status mla_copy_rate(void* dst, const void* src, std::size_t capacity, double bytes, int repeats, double* gbps) {
   const std::size_t half = std::min(static_cast<std::size_t>(bytes / 2), capacity);
   double ms = 0;
-  const std::string e = time_median([&] { return status(cudaMemcpyAsync(dst, src, half, cudaMemcpyDeviceToDevice)); },
+  const Status e = time_median([&] { return status(cudaMemcpyAsync(dst, src, half, cudaMemcpyDeviceToDevice)); },
                                     repeats, &ms);
   *gbps = 2.0 * static_cast<double>(half) / (ms * 1e6);
   return e;
@@ -196,33 +196,33 @@ std::vector<std::int32_t> shuffled(std::int64_t n) {  // a fixed permutation (xo
 
 }  // namespace
 
-std::string run_mla_benchmarks(int repeats, std::vector<BenchRow>* out) {
+Status run_mla_benchmarks(int repeats, std::vector<BenchRow>* out) {
   constexpr std::int64_t kBlocks = 8192, kBlockSize = 64, kTokens = kBlocks * kBlockSize;
   const MlaCacheShape c576{MlaLayoutId::fp8_nope_fp8_rope, kBlocks, kBlockSize};
   const MlaCacheShape c656{MlaLayoutId::fp8_nope_block_scale_bf16_rope, kBlocks, kBlockSize};
   const MlaCacheShape cm1{MlaLayoutId::model1_fp8_sparse, kBlocks, kBlockSize};
   const std::size_t x_bytes = static_cast<std::size_t>(kTokens) * 576 * 2;
   void *x = nullptr, *a = nullptr, *b = nullptr, *slots = nullptr, *copy = nullptr;
-  std::string e = status(cudaMalloc(&x, x_bytes));
-  if (e.empty()) e = status(cudaMalloc(&a, x_bytes));
-  if (e.empty()) e = status(cudaMalloc(&b, x_bytes));
-  if (e.empty()) e = status(cudaMalloc(&copy, x_bytes));
-  if (e.empty()) e = status(cudaMalloc(&slots, static_cast<std::size_t>(kTokens) * 8));
-  if (e.empty()) {
+  Status e = status(cudaMalloc(&x, x_bytes));
+  if (e.ok()) e = status(cudaMalloc(&a, x_bytes));
+  if (e.ok()) e = status(cudaMalloc(&b, x_bytes));
+  if (e.ok()) e = status(cudaMalloc(&copy, x_bytes));
+  if (e.ok()) e = status(cudaMalloc(&slots, static_cast<std::size_t>(kTokens) * 8));
+  if (e.ok()) {
     const auto perm = shuffled(kTokens);
     const std::vector<std::int64_t> slot_mapping(perm.begin(), perm.end());
     e = status(cudaMemcpy(slots, slot_mapping.data(), slot_mapping.size() * 8, cudaMemcpyHostToDevice));
   }
-  if (e.empty()) {
+  if (e.ok()) {
     fill_kernel<<<256, 256>>>(DType::bf16, x, kTokens * 576, 576);
     fill_kernel<<<256, 256>>>(DType::bf16, a, c576.bytes() / 2, 576);  // arbitrary 576-layout bytes
     e = status(cudaDeviceSynchronize());
   }
   const auto row = [&](const char* kernel, const char* what, const char* dtype, double bytes, auto launch) {
-    if (!e.empty()) return;
+    if (!e.ok()) return;
     double ms = 0, copy_rate = 0;
     e = time_median(launch, repeats, &ms);
-    if (e.empty()) e = mla_copy_rate(copy, x, x_bytes, bytes, repeats, &copy_rate);
+    if (e.ok()) e = mla_copy_rate(copy, x, x_bytes, bytes, repeats, &copy_rate);
     out->push_back({kernel, what, dtype, bytes, ms, bytes / (ms * 1e6), copy_rate});
   };
   auto* a8 = static_cast<std::uint8_t*>(a);
@@ -245,16 +245,16 @@ std::string run_mla_benchmarks(int repeats, std::vector<BenchRow>* out) {
   WorkspaceBatch w{Recipe{}, Nvfp4PageGeometry{0, 16, 8, 128}, 32, 256, 32 * 4096};
   w.pages.num_blocks = w.batch * w.max_blocks_per_seq;
   void *tables = nullptr, *cu = nullptr;
-  if (e.empty()) e = status(cudaMalloc(&tables, static_cast<std::size_t>(w.pages.num_blocks) * 4));
-  if (e.empty()) e = status(cudaMalloc(&cu, static_cast<std::size_t>(w.batch + 1) * 4));
-  if (e.empty() && static_cast<std::size_t>(std::max(w.pages.cache_bytes(), w.workspace_bytes())) > x_bytes)
+  if (e.ok()) e = status(cudaMalloc(&tables, static_cast<std::size_t>(w.pages.num_blocks) * 4));
+  if (e.ok()) e = status(cudaMalloc(&cu, static_cast<std::size_t>(w.batch + 1) * 4));
+  if (e.ok() && static_cast<std::size_t>(std::max(w.pages.cache_bytes(), w.workspace_bytes())) > x_bytes)
     e = "workspace benchmark does not fit its buffers";
-  if (e.empty()) {
+  if (e.ok()) {
     const auto pages = shuffled(w.pages.num_blocks);
     std::vector<std::int32_t> starts;
     for (std::int64_t r = 0; r <= w.batch; ++r) starts.push_back(static_cast<std::int32_t>(r * 4096));
     e = status(cudaMemcpy(tables, pages.data(), pages.size() * 4, cudaMemcpyHostToDevice));
-    if (e.empty()) e = status(cudaMemcpy(cu, starts.data(), starts.size() * 4, cudaMemcpyHostToDevice));
+    if (e.ok()) e = status(cudaMemcpy(cu, starts.data(), starts.size() * 4, cudaMemcpyHostToDevice));
   }
   row("workspace", "nvfp4 paged K+V", "e4m3", static_cast<double>(w.pages.cache_bytes() + 2 * w.workspace_bytes()),
       [&] {

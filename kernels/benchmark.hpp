@@ -11,6 +11,7 @@
 #include "formats/recipes.hpp"
 #include "kernels/paged_layout.hpp"
 #include "kernels/quantize.hpp"
+#include "kernels/status.hpp"
 
 namespace kvq::kernels {
 
@@ -30,16 +31,16 @@ struct BenchCase {
 };
 
 // Median milliseconds of `launch` over `repeats` timed runs (CUDA events) after 3 warm-ups.
-std::string time_median(const std::function<std::string()>& launch, int repeats, double* median_ms);
+Status time_median(const std::function<Status()>& launch, int repeats, double* median_ms);
 
-// Runs every case on a [rows, cols] tensor of `dtype`; "" or an error. The NVFP4 paged rows store
+// Runs every case on a [rows, cols] tensor of `dtype`; success or an error (kernels/status.hpp). The NVFP4 paged rows store
 // with the scale swizzle `paged_swizzle`, their kernel named paged-nhd / paged-hnd, with -v (V
 // only) or -kv (K and V) after it when swizzled.
-std::string run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int64_t rows, std::int64_t cols,
-                           int repeats, std::vector<BenchRow>* rows_out, std::string* device_name,
-                           ScaleSwizzle paged_swizzle = ScaleSwizzle::none);
+Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int64_t rows, std::int64_t cols,
+                      int repeats, std::vector<BenchRow>* rows_out, std::string* device_name,
+                      ScaleSwizzle paged_swizzle = ScaleSwizzle::none);
 
 // MLA layout kernels and the NVFP4 paged -> E4M3 workspace (fixed shapes, kernels/benchmark.cu).
-std::string run_mla_benchmarks(int repeats, std::vector<BenchRow>* rows_out);
+Status run_mla_benchmarks(int repeats, std::vector<BenchRow>* rows_out);
 
 }  // namespace kvq::kernels

@@ -3,12 +3,12 @@
 
 namespace kvq::kernels {
 
-std::string run_benchmarks(const std::vector<BenchCase>&, DType, std::int64_t, std::int64_t, int,
-                           std::vector<BenchRow>*, std::string*, ScaleSwizzle) {
+Status run_benchmarks(const std::vector<BenchCase>&, DType, std::int64_t, std::int64_t, int,
+                      std::vector<BenchRow>*, std::string*, ScaleSwizzle) {
   return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
 }
 
-std::string run_mla_benchmarks(int, std::vector<BenchRow>*) {
+Status run_mla_benchmarks(int, std::vector<BenchRow>*) {
   return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
 }
 

@@ -16,22 +16,22 @@ struct DeviceCopy {
   static constexpr std::uint8_t kPoison = 0x5A;
   void* p = nullptr;
   std::size_t bytes = 0;
-  std::string error;
+  Status error;
 
   DeviceCopy(const void* host, std::size_t n, bool output) : bytes(n) {
     error = device::allocate(&p, n + kGuard);
-    if (error.empty()) error = device::fill(p, kPoison, n + kGuard);
-    if (error.empty() && host && !output) error = device::upload(p, host, n);
+    if (error.ok()) error = device::fill(p, kPoison, n + kGuard);
+    if (error.ok() && host && !output) error = device::upload(p, host, n);
   }
   DeviceCopy(const DeviceCopy&) = delete;
   DeviceCopy& operator=(const DeviceCopy&) = delete;
   ~DeviceCopy() { device::release(p); }
 
   // An output: its data to the host, after checking that nothing past its end was written.
-  std::string fetch(void* host, const char* what) const {
+  Status fetch(void* host, const char* what) const {
     std::vector<std::uint8_t> all(bytes + kGuard);
-    std::string e = device::download(all.data(), p, all.size());
-    if (!e.empty()) return e;
+    Status e = device::download(all.data(), p, all.size());
+    if (!e.ok()) return e;
     for (std::size_t i = bytes; i < all.size(); ++i)
       if (all[i] != kPoison) return std::string(what) + " written past its end at byte " + std::to_string(i);
     std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(bytes), static_cast<std::uint8_t*>(host));

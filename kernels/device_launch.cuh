@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/status.hpp"
+
 namespace kvq::kernels::launch {
 
 // Blocks for `work` items at `threads` a block: enough for one item a thread, at most 32 blocks
@@ -19,6 +21,6 @@ inline int grid_for(std::int64_t work, int threads) {
   return static_cast<int>(wanted < 1 ? 1 : (wanted < cap ? wanted : cap));
 }
 
-inline std::string status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
+inline Status status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
 
 }  // namespace kvq::kernels::launch

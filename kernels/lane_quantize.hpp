@@ -17,6 +17,7 @@
 #include <string>
 
 #include "kernels/quantize.hpp"
+#include "kernels/status.hpp"
 
 namespace kvq::kernels {
 
@@ -83,12 +84,12 @@ KVQ_HD inline void encode_span(const QuantizeShape& s, const BlockPlan& p, SpanM
   pack_codes(codes, kLaneSpan, words);
 }
 
-// Both return "" or an error naming the argument; s must be lane_split for `input`.
-std::string quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
-                               std::uint8_t* scales);
+// Both return success or an error (kernels/status.hpp) naming the argument; s must be lane_split for `input`.
+Status quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+                          std::uint8_t* scales);
 namespace device {
-std::string quantize_lanes(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
-                           std::uint8_t* scales, void* stream);
+Status quantize_lanes(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+                      std::uint8_t* scales, void* stream);
 }  // namespace device
 
 }  // namespace kvq::kernels

@@ -4,9 +4,9 @@
 
 namespace kvq::kernels {
 
-std::string quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
-                               std::uint8_t* scales) {
-  if (auto e = validate(s); !e.empty()) return e;
+Status quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+                          std::uint8_t* scales) {
+  if (auto e = validate(s); !e.ok()) return e;
   if (!lane_split(s, input))
     return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, or of 32 from FP32 input";
   const int lanes = lanes_of(s), words = span_words(s);

@@ -68,9 +68,9 @@ cudaError_t launch_lanes(const QuantizeShape& s, DType input, const void* x, flo
 
 namespace device {
 
-std::string quantize_lanes(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
-                           std::uint8_t* scales, void* stream) {
-  if (auto e = validate(s); !e.empty()) return e;
+Status quantize_lanes(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+                      std::uint8_t* scales, void* stream) {
+  if (auto e = validate(s); !e.ok()) return e;
   if (!lane_split(s, input))
     return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, or of 32 from FP32 input";
   if (s.rows * s.cols == 0) return {};

@@ -11,7 +11,7 @@ namespace kvq::kernels {
 const char* name_of(KScale k) { return k == KScale::fold ? "fold-k-scale" : "drop-k-scale"; }
 const char* name_of(MlaLayoutId id) { return mla_layout(id).name; }
 
-std::string validate(const MlaCacheShape& c) {
+Status validate(const MlaCacheShape& c) {
   std::ostringstream os;
   if (c.num_blocks < 0) {
     os << "num_blocks must be >= 0, got " << c.num_blocks;
@@ -23,14 +23,14 @@ std::string validate(const MlaCacheShape& c) {
 
 namespace {
 
-std::string validate_k_scale(float k_scale) {
+Status validate_k_scale(float k_scale) {
   if (std::isfinite(k_scale) && k_scale > 0.0f) return {};
   std::ostringstream os;
   os << "k_scale must be finite and > 0, got " << k_scale;
   return os.str();
 }
 
-std::string validate_slots(const MlaCacheShape& c, const std::int64_t* slot_mapping, std::int64_t num_tokens) {
+Status validate_slots(const MlaCacheShape& c, const std::int64_t* slot_mapping, std::int64_t num_tokens) {
   std::vector<bool> taken(static_cast<std::size_t>(c.slots()), false);
   for (std::int64_t i = 0; i < num_tokens; ++i) {
     const std::int64_t s = slot_mapping[i];
@@ -52,14 +52,14 @@ std::string validate_slots(const MlaCacheShape& c, const std::int64_t* slot_mapp
 
 }  // namespace
 
-std::string validate_requantize(std::int64_t num_blocks, std::int64_t block_size, float k_scale) {
-  if (auto e = validate(MlaCacheShape{MlaLayoutId::fp8_nope_fp8_rope, num_blocks, block_size}); !e.empty()) return e;
+Status validate_requantize(std::int64_t num_blocks, std::int64_t block_size, float k_scale) {
+  if (auto e = validate(MlaCacheShape{MlaLayoutId::fp8_nope_fp8_rope, num_blocks, block_size}); !e.ok()) return e;
   return validate_k_scale(k_scale);
 }
 
-std::string mla_requantize_576_to_656_cpu(std::int64_t num_blocks, std::int64_t block_size, const std::uint8_t* src,
-                                          float k_scale, KScale mode, std::uint8_t* dst) {
-  if (auto e = validate_requantize(num_blocks, block_size, k_scale); !e.empty()) return e;
+Status mla_requantize_576_to_656_cpu(std::int64_t num_blocks, std::int64_t block_size, const std::uint8_t* src,
+                                     float k_scale, KScale mode, std::uint8_t* dst) {
+  if (auto e = validate_requantize(num_blocks, block_size, k_scale); !e.ok()) return e;
   const MlaCacheShape c{MlaLayoutId::fp8_nope_fp8_rope, num_blocks, block_size};
   for (std::int64_t s = 0; s < c.slots(); ++s)
     for (int chunk = 0; chunk < kRequantChunks; ++chunk)
@@ -67,8 +67,8 @@ std::string mla_requantize_576_to_656_cpu(std::int64_t num_blocks, std::int64_t 
   return {};
 }
 
-std::string validate_quantize(const MlaCacheShape& c, std::int64_t num_tokens) {
-  if (auto e = validate(c); !e.empty()) return e;
+Status validate_quantize(const MlaCacheShape& c, std::int64_t num_tokens) {
+  if (auto e = validate(c); !e.ok()) return e;
   if (c.desc().tile == 0)
     return std::string("layout must be a tiled FP8 layout (") + kMlaFp8NopeBlockScaleBf16Rope.name + " or " +
            kMlaModel1Fp8Sparse.name + "), got " + c.desc().name;
@@ -76,30 +76,30 @@ std::string validate_quantize(const MlaCacheShape& c, std::int64_t num_tokens) {
   return {};
 }
 
-std::string mla_quantize_cpu(const MlaCacheShape& c, const std::uint16_t* x, const std::int64_t* slot_mapping,
-                             std::int64_t num_tokens, std::uint8_t* cache) {
-  if (auto e = validate_quantize(c, num_tokens); !e.empty()) return e;
-  if (auto e = validate_slots(c, slot_mapping, num_tokens); !e.empty()) return e;
+Status mla_quantize_cpu(const MlaCacheShape& c, const std::uint16_t* x, const std::int64_t* slot_mapping,
+                        std::int64_t num_tokens, std::uint8_t* cache) {
+  if (auto e = validate_quantize(c, num_tokens); !e.ok()) return e;
+  if (auto e = validate_slots(c, slot_mapping, num_tokens); !e.ok()) return e;
   for (std::int64_t i = 0; i < num_tokens; ++i)
     if (slot_mapping[i] >= 0) mla_quantize_token(c, x, i, cache, slot_mapping[i]);
   return {};
 }
 
-std::string validate_dequantize(const MlaCacheShape& c, float k_scale) {
-  if (auto e = validate(c); !e.empty()) return e;
+Status validate_dequantize(const MlaCacheShape& c, float k_scale) {
+  if (auto e = validate(c); !e.ok()) return e;
   if (c.layout == MlaLayoutId::fp8_nope_fp8_rope) return validate_k_scale(k_scale);
   return {};
 }
 
-std::string mla_dequantize_cpu(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output, void* y) {
-  if (auto e = validate_dequantize(c, k_scale); !e.empty()) return e;
+Status mla_dequantize_cpu(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output, void* y) {
+  if (auto e = validate_dequantize(c, k_scale); !e.ok()) return e;
   for (std::int64_t s = 0; s < c.slots(); ++s)
     for (int span = 0; span < mla_dequantize_spans(c.desc()); ++span)
       mla_dequantize_span(c, cache, k_scale, output, y, s, span);
   return {};
 }
 
-std::string validate(const WorkspaceBatch& w, float factor_k, float factor_v) {
+Status validate(const WorkspaceBatch& w, float factor_k, float factor_v) {
   std::ostringstream os;
   const Recipe& r = w.recipe;
   const Nvfp4PageGeometry& g = w.pages;
@@ -129,7 +129,7 @@ std::string validate(const WorkspaceBatch& w, float factor_k, float factor_v) {
 
 namespace {
 
-std::string validate_tables(const WorkspaceBatch& w, const std::int32_t* block_tables, const std::int32_t* cu_seq_lens) {
+Status validate_tables(const WorkspaceBatch& w, const std::int32_t* block_tables, const std::int32_t* cu_seq_lens) {
   std::ostringstream os;
   if (cu_seq_lens[0] != 0) {
     os << "cu_seq_lens[0] must be 0, got " << cu_seq_lens[0];
@@ -161,11 +161,11 @@ std::string validate_tables(const WorkspaceBatch& w, const std::int32_t* block_t
 
 }  // namespace
 
-std::string nvfp4_paged_to_workspace_cpu(const WorkspaceBatch& w, const std::uint8_t* cache,
-                                         const std::int32_t* block_tables, const std::int32_t* cu_seq_lens,
-                                         float factor_k, float factor_v, std::uint8_t* k_out, std::uint8_t* v_out) {
-  if (auto e = validate(w, factor_k, factor_v); !e.empty()) return e;
-  if (auto e = validate_tables(w, block_tables, cu_seq_lens); !e.empty()) return e;
+Status nvfp4_paged_to_workspace_cpu(const WorkspaceBatch& w, const std::uint8_t* cache,
+                                    const std::int32_t* block_tables, const std::int32_t* cu_seq_lens,
+                                    float factor_k, float factor_v, std::uint8_t* k_out, std::uint8_t* v_out) {
+  if (auto e = validate(w, factor_k, factor_v); !e.ok()) return e;
+  if (auto e = validate_tables(w, block_tables, cu_seq_lens); !e.ok()) return e;
   for (std::int64_t item = 0; item < w.items(); ++item)
     nvfp4_page_to_workspace_item(w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out, item);
   return {};

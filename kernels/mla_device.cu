@@ -18,7 +18,7 @@ int grid_of(std::int64_t work) {
   return static_cast<int>(wanted < cap ? wanted : cap);
 }
 
-std::string launched() {
+Status launched() {
   const cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e));
 }
@@ -88,9 +88,9 @@ __global__ void workspace_kernel(WorkspaceBatch w, const std::uint8_t* cache, co
 
 namespace device {
 
-std::string mla_requantize_576_to_656(std::int64_t num_blocks, std::int64_t block_size, const std::uint8_t* src,
-                                      float k_scale, KScale mode, std::uint8_t* dst, void* stream) {
-  if (auto e = validate_requantize(num_blocks, block_size, k_scale); !e.empty()) return e;
+Status mla_requantize_576_to_656(std::int64_t num_blocks, std::int64_t block_size, const std::uint8_t* src,
+                                 float k_scale, KScale mode, std::uint8_t* dst, void* stream) {
+  if (auto e = validate_requantize(num_blocks, block_size, k_scale); !e.ok()) return e;
   const std::int64_t slots = num_blocks * block_size;
   if (slots == 0) return {};
   requantize_576_to_656_kernel<<<grid_of(slots * kRequantChunks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
@@ -98,9 +98,9 @@ std::string mla_requantize_576_to_656(std::int64_t num_blocks, std::int64_t bloc
   return launched();
 }
 
-std::string mla_quantize(const MlaCacheShape& c, const std::uint16_t* x, const std::int64_t* slot_mapping,
-                         std::int64_t num_tokens, std::uint8_t* cache, void* stream) {
-  if (auto e = validate_quantize(c, num_tokens); !e.empty()) return e;
+Status mla_quantize(const MlaCacheShape& c, const std::uint16_t* x, const std::int64_t* slot_mapping,
+                    std::int64_t num_tokens, std::uint8_t* cache, void* stream) {
+  if (auto e = validate_quantize(c, num_tokens); !e.ok()) return e;
   if (num_tokens == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   const int grid = grid_of(num_tokens * 32);  // a warp a token
@@ -111,9 +111,9 @@ std::string mla_quantize(const MlaCacheShape& c, const std::uint16_t* x, const s
   return launched();
 }
 
-std::string mla_dequantize(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output, void* y,
-                           void* stream) {
-  if (auto e = validate_dequantize(c, k_scale); !e.empty()) return e;
+Status mla_dequantize(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output, void* y,
+                      void* stream) {
+  if (auto e = validate_dequantize(c, k_scale); !e.ok()) return e;
   if (c.slots() == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   const int grid = grid_of(c.slots() * mla_dequantize_spans(c.desc()));
@@ -132,10 +132,10 @@ std::string mla_dequantize(const MlaCacheShape& c, const std::uint8_t* cache, fl
   return launched();
 }
 
-std::string nvfp4_paged_to_workspace(const WorkspaceBatch& w, const std::uint8_t* cache, const std::int32_t* block_tables,
-                                     const std::int32_t* cu_seq_lens, float factor_k, float factor_v,
-                                     std::uint8_t* k_out, std::uint8_t* v_out, void* stream) {
-  if (auto e = validate(w, factor_k, factor_v); !e.empty()) return e;
+Status nvfp4_paged_to_workspace(const WorkspaceBatch& w, const std::uint8_t* cache, const std::int32_t* block_tables,
+                                const std::int32_t* cu_seq_lens, float factor_k, float factor_v,
+                                std::uint8_t* k_out, std::uint8_t* v_out, void* stream) {
+  if (auto e = validate(w, factor_k, factor_v); !e.ok()) return e;
   if (w.items() == 0) return {};
   workspace_kernel<<<grid_of(w.page_sides() * kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out);

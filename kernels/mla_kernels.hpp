@@ -16,6 +16,7 @@
 #include "formats/recipe_names.hpp"
 #include "kernels/mla_layouts.hpp"
 #include "kernels/quantize.hpp"
+#include "kernels/status.hpp"
 
 namespace kvq::kernels {
 
@@ -337,36 +338,36 @@ KVQ_HD inline void nvfp4_page_to_workspace_item(const WorkspaceBatch& w, const s
                                item / w.page_items(), item % w.page_items());
 }
 
-// Validation ("" or a message naming the argument). The *_cpu twins also check table contents
+// Validation (a Status: success or a message naming the argument). The *_cpu twins also check table contents
 // (slot_mapping, block_tables, cu_seq_lens) before writing anything; the launchers cannot read
 // device tables and rely on the kernels' bounds checks above.
-std::string validate(const MlaCacheShape& c);
-std::string validate_requantize(std::int64_t num_blocks, std::int64_t block_size, float k_scale);
-std::string validate_quantize(const MlaCacheShape& c, std::int64_t num_tokens);
-std::string validate_dequantize(const MlaCacheShape& c, float k_scale);
-std::string validate(const WorkspaceBatch& w, float factor_k, float factor_v);
+Status validate(const MlaCacheShape& c);
+Status validate_requantize(std::int64_t num_blocks, std::int64_t block_size, float k_scale);
+Status validate_quantize(const MlaCacheShape& c, std::int64_t num_tokens);
+Status validate_dequantize(const MlaCacheShape& c, float k_scale);
+Status validate(const WorkspaceBatch& w, float factor_k, float factor_v);
 
 // CPU twins.
-std::string mla_requantize_576_to_656_cpu(std::int64_t num_blocks, std::int64_t block_size, const std::uint8_t* src,
-                                          float k_scale, KScale mode, std::uint8_t* dst);
-std::string mla_quantize_cpu(const MlaCacheShape& c, const std::uint16_t* x, const std::int64_t* slot_mapping,
-                             std::int64_t num_tokens, std::uint8_t* cache);
-std::string mla_dequantize_cpu(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output, void* y);
-std::string nvfp4_paged_to_workspace_cpu(const WorkspaceBatch& w, const std::uint8_t* cache,
-                                         const std::int32_t* block_tables, const std::int32_t* cu_seq_lens,
-                                         float factor_k, float factor_v, std::uint8_t* k_out, std::uint8_t* v_out);
+Status mla_requantize_576_to_656_cpu(std::int64_t num_blocks, std::int64_t block_size, const std::uint8_t* src,
+                                     float k_scale, KScale mode, std::uint8_t* dst);
+Status mla_quantize_cpu(const MlaCacheShape& c, const std::uint16_t* x, const std::int64_t* slot_mapping,
+                        std::int64_t num_tokens, std::uint8_t* cache);
+Status mla_dequantize_cpu(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output, void* y);
+Status nvfp4_paged_to_workspace_cpu(const WorkspaceBatch& w, const std::uint8_t* cache,
+                                    const std::int32_t* block_tables, const std::int32_t* cu_seq_lens,
+                                    float factor_k, float factor_v, std::uint8_t* k_out, std::uint8_t* v_out);
 
-// GPU launchers: device pointers, an opaque cudaStream_t; "" or the validation / CUDA error.
+// GPU launchers: device pointers, an opaque cudaStream_t; a Status: success or the validation / CUDA error.
 namespace device {
-std::string mla_requantize_576_to_656(std::int64_t num_blocks, std::int64_t block_size, const std::uint8_t* src,
-                                      float k_scale, KScale mode, std::uint8_t* dst, void* stream);
-std::string mla_quantize(const MlaCacheShape& c, const std::uint16_t* x, const std::int64_t* slot_mapping,
-                         std::int64_t num_tokens, std::uint8_t* cache, void* stream);
-std::string mla_dequantize(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output, void* y,
-                           void* stream);
-std::string nvfp4_paged_to_workspace(const WorkspaceBatch& w, const std::uint8_t* cache, const std::int32_t* block_tables,
-                                     const std::int32_t* cu_seq_lens, float factor_k, float factor_v,
-                                     std::uint8_t* k_out, std::uint8_t* v_out, void* stream);
+Status mla_requantize_576_to_656(std::int64_t num_blocks, std::int64_t block_size, const std::uint8_t* src,
+                                 float k_scale, KScale mode, std::uint8_t* dst, void* stream);
+Status mla_quantize(const MlaCacheShape& c, const std::uint16_t* x, const std::int64_t* slot_mapping,
+                    std::int64_t num_tokens, std::uint8_t* cache, void* stream);
+Status mla_dequantize(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output, void* y,
+                      void* stream);
+Status nvfp4_paged_to_workspace(const WorkspaceBatch& w, const std::uint8_t* cache, const std::int32_t* block_tables,
+                                const std::int32_t* cu_seq_lens, float factor_k, float factor_v,
+                                std::uint8_t* k_out, std::uint8_t* v_out, void* stream);
 }  // namespace device
 
 }  // namespace kvq::kernels

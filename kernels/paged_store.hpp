@@ -12,6 +12,7 @@
 #include "kernels/fast_divide.hpp"
 #include "kernels/paged_layout.hpp"
 #include "kernels/quantize.hpp"
+#include "kernels/status.hpp"
 
 namespace kvq::kernels {
 
@@ -49,14 +50,14 @@ struct PagedStoreArgs {
   std::uint8_t* value_cache = nullptr;  // FP8: the V cache; NVFP4: must be null
 };
 
-// "" or a message naming the argument: geometry, recipe, scales, pointers (not the slots).
-std::string validate(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a);
-// "" or a message naming the first bad slot_mapping entry: >= num_blocks*block_size, or a slot
+// Success or a message naming the argument: geometry, recipe, scales, pointers (not the slots).
+Status validate(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a);
+// Success or a message naming the first bad slot_mapping entry: >= num_blocks*block_size, or a slot
 // given to two tokens (rejected: the write order would decide the cache).
-std::string validate_slots(const PagedKvLayout& layout, const std::int64_t* slot_mapping, std::int64_t tokens);
+Status validate_slots(const PagedKvLayout& layout, const std::int64_t* slot_mapping, std::int64_t tokens);
 
 // CPU twin: validate everything, then paged_store_item over every item.
-std::string paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a);
+Status paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a);
 
 KVQ_HD inline std::int64_t token_stride(const PagedStoreShape& s, KvSide side) {
   const std::int64_t given = side == KvSide::k ? s.key_stride : s.value_stride;
@@ -345,9 +346,9 @@ inline bool aligned_items(const PagedStoreShape& s, const PagedStoreArgs& a) {
 
 // GPU: device pointers for args, host values for scales, an opaque cudaStream_t. With
 // check_slots, slot_mapping is copied to the host on the stream and the stream synchronised
-// before the launch. Returns "" or the validation / CUDA error.
+// before the launch. Returns success or the validation / CUDA error (a Status).
 namespace device {
-std::string paged_store(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, void* stream);
+Status paged_store(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, void* stream);
 }  // namespace device
 
 }  // namespace kvq::kernels

@@ -13,7 +13,7 @@ bool is_nvfp4_recipe(const Recipe& r) {
   return r.element == FormatId::e2m1 && r.scale == BlockScale::e4m3_two_level && r.block == kPagedChunk;
 }
 
-std::string validate_layout(const PagedKvLayout& L) {
+Status validate_layout(const PagedKvLayout& L) {
   std::ostringstream os;
   const bool nvfp4 = L.format == PagedFormat::nvfp4;
   if (L.num_blocks < 1) {
@@ -33,7 +33,7 @@ std::string validate_layout(const PagedKvLayout& L) {
   return os.str();
 }
 
-std::string validate_scales(const PagedStoreShape& s, const PagedScales& scales) {
+Status validate_scales(const PagedStoreShape& s, const PagedScales& scales) {
   const std::int64_t count = s.per_head_scales ? s.layout.heads : 1;
   const char* what = s.layout.format == PagedFormat::fp8 ? "_scale" : "_global_scale";
   for (const auto& [name, values] : {std::pair{"k", scales.k}, std::pair{"v", scales.v}}) {
@@ -51,8 +51,8 @@ std::string validate_scales(const PagedStoreShape& s, const PagedScales& scales)
 
 }  // namespace
 
-std::string validate(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a) {
-  if (auto e = validate_layout(s.layout); !e.empty()) return e;
+Status validate(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a) {
+  if (auto e = validate_layout(s.layout); !e.ok()) return e;
   const bool nvfp4 = s.layout.format == PagedFormat::nvfp4;
   if (nvfp4 && !is_nvfp4_recipe(s.recipe)) return "recipe must be NVFP4 (E2M1 elements, E4M3 block scale, block 16) for the NVFP4 layout";
   if (!nvfp4 && !is_fp8_recipe(s.recipe)) return "recipe must be per-tensor E4M3 (fp8-e4m3-tensor or fp8-e4m3-tensor-rcp) for the FP8 layout";
@@ -62,7 +62,7 @@ std::string validate(const PagedStoreShape& s, const PagedScales& scales, const 
     if (stride != 0 && stride < row)
       return std::string(name) + " must be 0 (contiguous) or >= heads*head_dim = " + std::to_string(row) + ", got " +
              std::to_string(stride);
-  if (auto e = validate_scales(s, scales); !e.empty()) return e;
+  if (auto e = validate_scales(s, scales); !e.ok()) return e;
   if (nvfp4 && a.value_cache) return "value_cache must be null for the NVFP4 layout (K and V share key_cache, the kv_cache)";
   if (s.tokens == 0) return {};
   if (!a.key) return "key must not be null";
@@ -73,7 +73,7 @@ std::string validate(const PagedStoreShape& s, const PagedScales& scales, const 
   return {};
 }
 
-std::string validate_slots(const PagedKvLayout& layout, const std::int64_t* slot_mapping, std::int64_t tokens) {
+Status validate_slots(const PagedKvLayout& layout, const std::int64_t* slot_mapping, std::int64_t tokens) {
   std::vector<std::pair<std::int64_t, std::int64_t>> used;  // (slot, token)
   for (std::int64_t t = 0; t < tokens; ++t) {
     const std::int64_t slot = slot_mapping[t];
@@ -96,9 +96,9 @@ std::string validate_slots(const PagedKvLayout& layout, const std::int64_t* slot
   return {};
 }
 
-std::string paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a) {
-  if (auto e = validate(s, scales, a); !e.empty()) return e;
-  if (auto e = validate_slots(s.layout, a.slot_mapping, s.tokens); !e.empty()) return e;
+Status paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a) {
+  if (auto e = validate(s, scales, a); !e.ok()) return e;
+  if (auto e = validate_slots(s.layout, a.slot_mapping, s.tokens); !e.ok()) return e;
   const std::int64_t items = paged_store_items(s);
   const bool narrow = paged_store_narrow(s);  // the index width the kernel uses
   const PagedDividers d = paged_dividers(s);

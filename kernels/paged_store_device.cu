@@ -1,9 +1,9 @@
-// The paged store launcher and its FP8 and generic kernels: one thread per 16-element chunk of
+// The paged store launcher and its generic kernels: one thread per 16-element chunk of
 // one (token, head) of K and then of V, running paged_store_item (kernels/paged_store.hpp), the code the CPU
 // twin runs, or (the fixed NVFP4 kernels but 4over6, where staged_loads allows) its store_item on
 // values a warp staged in shared memory. Grid-stride. The shipped recipes run fixed instantiations (kernels/
 // paged_store_kernel.cuh: every recipe field the chunk code reads a constant, 32-bit indices, a
-// 16-bit input type; NVFP4 through quantize_block_packed, each in its own generated unit).
+// 16-bit input type; NVFP4 through quantize_block_packed), each in its own generated unit.
 // The item and slot divisions go by multiply-high with divisors computed on the host
 // (kernels/fast_divide.hpp). Anything else (FP32 input, other roundings, 64-bit indices) runs the
 // generic instantiation: the runtime recipe through quantize_block, the same bytes.
@@ -18,11 +18,11 @@
 namespace kvq::kernels {
 namespace paged_kernel {
 // Compiled in their own units (kernels/paged_store_fixed.cu.in).
-#define KVQ_OWN_UNIT(i, T) \
-  extern template cudaError_t launch_kernel<i, PagedFormat::nvfp4, DType::T, std::uint32_t>( \
+#define KVQ_OWN_UNIT(i, T)                                                                            \
+  extern template cudaError_t launch_kernel<i, kFixedFormat<i>, DType::T, std::uint32_t>(            \
       const PagedStoreShape&, const PagedScales&, const PagedStoreArgs&, const PagedDividers&, int, cudaStream_t);
-#define KVQ_OWN_UNITS(i) KVQ_OWN_UNIT(i, bf16) KVQ_OWN_UNIT(i, fp16)
-KVQ_OWN_UNITS(0) KVQ_OWN_UNITS(1) KVQ_OWN_UNITS(2) KVQ_OWN_UNITS(3) KVQ_OWN_UNITS(4)
+#define KVQ_OWN_UNITS(i, name) KVQ_OWN_UNIT(i, bf16) KVQ_OWN_UNIT(i, fp16)
+KVQ_PAGED_FIXED(KVQ_OWN_UNITS)
 #undef KVQ_OWN_UNITS
 #undef KVQ_OWN_UNIT
 }  // namespace paged_kernel
@@ -45,18 +45,23 @@ cudaError_t launch_store(const PagedStoreShape& s, const PagedScales& scales, co
   }
   return cudaErrorInvalidValue;
 }
+// The first fixed configuration from C on of layout F that matches the recipe, else the generic one.
+template <int C, PagedFormat F>
+cudaError_t launch_fixed(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, int grid,
+                         cudaStream_t stream) {
+  if constexpr (C == kFixedCount) {
+    return launch_store<kGeneric, F, std::uint32_t>(s, scales, a, grid, stream);
+  } else {
+    if constexpr (kFixedFormat<C> == F)
+      if (matches<C>(s.recipe)) return launch_store<C, F, std::uint32_t>(s, scales, a, grid, stream);
+    return launch_fixed<C + 1, F>(s, scales, a, grid, stream);
+  }
+}
 template <PagedFormat F>
 cudaError_t launch_store(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, int grid,
                          cudaStream_t stream) {
   if (!paged_store_narrow(s)) return launch_store<kGeneric, F, std::int64_t>(s, scales, a, grid, stream);
-  if (s.input != DType::fp32) {
-#define KVQ_FIXED(i)                                                                               \
-  if constexpr ((kFixed[i].element == FormatId::e2m1) == (F == PagedFormat::nvfp4))                \
-    if (matches(kFixed[i], s.recipe)) return launch_store<i, F, std::uint32_t>(s, scales, a, grid, stream);
-    KVQ_FIXED(0) KVQ_FIXED(1) KVQ_FIXED(2) KVQ_FIXED(3) KVQ_FIXED(4) KVQ_FIXED(5) KVQ_FIXED(6)
-#undef KVQ_FIXED
-    static_assert(kFixedCount == 7, "one KVQ_FIXED line per fixed configuration");
-  }
+  if (s.input != DType::fp32) return launch_fixed<0, F>(s, scales, a, grid, stream);
   return launch_store<kGeneric, F, std::uint32_t>(s, scales, a, grid, stream);
 }
 
@@ -64,8 +69,8 @@ cudaError_t launch_store(const PagedStoreShape& s, const PagedScales& scales, co
 
 namespace device {
 
-std::string paged_store(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, void* stream) {
-  if (auto e = validate(s, scales, a); !e.empty()) return e;
+Status paged_store(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, void* stream) {
+  if (auto e = validate(s, scales, a); !e.ok()) return e;
   const auto st = static_cast<cudaStream_t>(stream);
   if (s.check_slots && s.tokens > 0) {
     std::vector<std::int64_t> slots(static_cast<std::size_t>(s.tokens));
@@ -73,7 +78,7 @@ std::string paged_store(const PagedStoreShape& s, const PagedScales& scales, con
                                     cudaMemcpyDeviceToHost, st);
     if (c == cudaSuccess) c = cudaStreamSynchronize(st);
     if (c != cudaSuccess) return status(c);
-    if (auto e = validate_slots(s.layout, slots.data(), s.tokens); !e.empty()) return e;
+    if (auto e = validate_slots(s.layout, slots.data(), s.tokens); !e.ok()) return e;
   }
   const std::int64_t items = paged_store_items(s);
   if (items == 0) return {};

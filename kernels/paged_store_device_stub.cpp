@@ -3,7 +3,7 @@
 
 namespace kvq::kernels::device {
 
-std::string paged_store(const PagedStoreShape&, const PagedScales&, const PagedStoreArgs&, void*) {
+Status paged_store(const PagedStoreShape&, const PagedScales&, const PagedStoreArgs&, void*) {
   return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
 }
 

@@ -1,6 +1,6 @@
 // The paged store kernel template and its fixed configurations (nvcc only), shared by
-// kernels/paged_store_device.cu (the launcher, the FP8 and generic kernels) and the fixed NVFP4
-// translation units generated from kernels/paged_store_fixed.cu.in, one kernel each.
+// kernels/paged_store_device.cu (the launcher and the generic kernels) and the fixed
+// configurations' translation units generated from kernels/paged_store_fixed.cu.in, one kernel each.
 //
 // Why the NVFP4 kernels are built this way (nvcc 12, -O2; measured with -ptx and -Xptxas -v):
 // nvcc inlined quantize_block_packed (formats/packed_quantize.hpp) into a kernel only when both
@@ -16,59 +16,53 @@
 
 #include <cstdint>
 
+#include "formats/recipe_names.hpp"
 #include "kernels/code_table.cuh"
 #include "kernels/paged_store.hpp"
+#include "paged_store_fixed_recipes.inc"  // generated: #define KVQ_PAGED_FIXED(X) X(0, "nvfp4") ...
 
 namespace kvq::kernels::paged_kernel {
 
-struct PagedConfig {
-  FormatId element;  // e2m1: the NVFP4 layout; e4m3fn: the FP8 layout (per tensor, only apply matters)
-  Apply apply;
-  TwoLevel style = TwoLevel::reference;
-  ZeroGuard guard = ZeroGuard::block_and_scale;
-  bool clamp = false;
-};
-// nvfp4, the torchao form with IEEE division, nvfp4-flashinfer-kv, nvfp4-vllm, nvfp4-4over6-paper,
-// fp8-e4m3-tensor(-rcp) (formats/recipe_names.hpp); all with nearest-even elements and the approx_ftz
-// reciprocal. Engine variants (is_engine_variant) run the generic kernel.
+// The fixed configurations: named recipes (formats/recipe_names.hpp) listed once, in
+// KVQ_PAGED_FIXED_RECIPES (kernels/CMakeLists.txt), which also generates their translation units,
+// one per configuration and 16-bit input type (kernels/paged_store_fixed.cu.in). Each runs its
+// recipe with the reference arithmetic (with_reference_arithmetic; for nvfp4-torchao, torchao's
+// form with IEEE division and the satfinite cast), nearest-even elements and the approx_ftz
+// reciprocal; engine variants (is_engine_variant) themselves run the generic kernel.
 constexpr int kGeneric = -1;
-constexpr PagedConfig kFixed[] = {
-    {FormatId::e2m1, Apply::divide},
-    {FormatId::e2m1, Apply::multiply_reciprocal, TwoLevel::reference, ZeroGuard::rounded_scale, true},
-    {FormatId::e2m1, Apply::multiply_reciprocal, TwoLevel::rcp_decode, ZeroGuard::block_max},
-    {FormatId::e2m1, Apply::multiply_reciprocal, TwoLevel::rcp_encode, ZeroGuard::rounded_scale},
-    {FormatId::e2m1, Apply::multiply_reciprocal, TwoLevel::four_over_six, ZeroGuard::block_and_scale},
-    {FormatId::e4m3fn, Apply::divide},
-    {FormatId::e4m3fn, Apply::multiply_reciprocal},
-};
-constexpr int kFixedCount = sizeof(kFixed) / sizeof(kFixed[0]);
+#define KVQ_PAGED_FIXED_NAME(i, name) name,
+inline constexpr std::string_view kFixedNames[] = {KVQ_PAGED_FIXED(KVQ_PAGED_FIXED_NAME)};
+#undef KVQ_PAGED_FIXED_NAME
+constexpr int kFixedCount = sizeof(kFixedNames) / sizeof(kFixedNames[0]);
 
-// Whether fixed configuration c computes what the runtime recipe r computes in paged_store_item.
-inline bool matches(const PagedConfig& c, const Recipe& r) {
+// Fixed configuration C as a whole recipe: its named recipe with the reference arithmetic, 16
+// elements a block (the paged chunk).
+template <int C>
+constexpr Recipe fixed_recipe() {
+  constexpr std::optional<NamedRecipe> named = recipe_from_name(kFixedNames[C]);
+  static_assert(named.has_value(), "KVQ_PAGED_FIXED_RECIPES names a recipe of formats/recipe_names.hpp");
+  Recipe r = with_reference_arithmetic(named->recipe);
+  r.block = kPagedChunk;
+  return r;
+}
+template <int C>
+constexpr PagedFormat kFixedFormat = fixed_recipe<C>().element == FormatId::e2m1 ? PagedFormat::nvfp4 : PagedFormat::fp8;
+
+// Whether fixed configuration C computes what the runtime recipe r computes in paged_store_item
+// (the fields that code reads: for FP8, tensor_only reads apply, the rounding, the BF16 input flag).
+template <int C>
+inline bool matches(const Recipe& r) {
+  constexpr Recipe c = fixed_recipe<C>();
+  static_assert(c.element_rounding == Rounding::nearest_even && c.reciprocal == Reciprocal::approx_ftz &&
+                    (c.element == FormatId::e2m1 ? c.scale == BlockScale::e4m3_two_level
+                                                 : c.element == FormatId::e4m3fn && c.scale == BlockScale::tensor_only),
+                "a fixed paged configuration is an NVFP4 or per-tensor E4M3 recipe, nearest-even, approx_ftz");
   if (c.element != r.element || c.apply != r.apply || r.element_rounding != Rounding::nearest_even ||
       is_engine_variant(r))
     return false;
-  if (c.element == FormatId::e4m3fn) return true;  // tensor_only reads apply, the rounding, the BF16 input flag
-  return c.style == r.two_level && c.guard == r.zero_guard && c.clamp == r.clamp_block_scale &&
+  if (c.element == FormatId::e4m3fn) return true;
+  return c.two_level == r.two_level && c.zero_guard == r.zero_guard && c.clamp_block_scale == r.clamp_block_scale &&
          r.reciprocal == Reciprocal::approx_ftz;
-}
-
-// Fixed configuration C as a whole recipe: the fields kFixed gives, the others (block 16, no BF16
-// element input) at the values matches() demands.
-template <int C>
-constexpr Recipe fixed_recipe() {
-  Recipe r;
-  r.element = kFixed[C].element;
-  r.scale = kFixed[C].element == FormatId::e2m1 ? BlockScale::e4m3_two_level : BlockScale::tensor_only;
-  r.block = kPagedChunk;
-  r.apply = kFixed[C].apply;
-  r.element_rounding = Rounding::nearest_even;
-  r.element_input_bf16 = false;
-  r.two_level = kFixed[C].style;
-  r.zero_guard = kFixed[C].guard;
-  r.clamp_block_scale = kFixed[C].clamp;
-  r.reciprocal = Reciprocal::approx_ftz;
-  return r;
 }
 // In constant memory, read through a reference nvcc folds: every recipe branch is decided at
 // compile time (condition (1) above).
@@ -282,7 +276,13 @@ __global__ void __launch_bounds__(kThreads, 7)
   paged_store_body<C, F, T, Index, kLoop>(shape, scales, args, d, reciprocals);
 }
 template <int C>
-constexpr bool kOccupiedOf = C != kGeneric && kFixed[C].style == TwoLevel::four_over_six;
+constexpr bool kOccupiedOf = [] {
+  if constexpr (C == kGeneric) {
+    return false;
+  } else {
+    return fixed_recipe<C>().two_level == TwoLevel::four_over_six;
+  }
+}();
 // The kernels with a staged form (paged_store_staged_loop), taken where staged_loads allows: the
 // fixed NVFP4 ones but 4over6, whose chunks take about 460 instructions: it is issue-bound, and the
 // staged copies add more instructions than the stalls they save (docs/performance.md).
@@ -317,15 +317,5 @@ cudaError_t launch_kernel(const PagedStoreShape& s, const PagedScales& scales, c
   launch.template operator()<PagedLoop::plain>();
   return cudaGetLastError();
 }
-
-// Configurations 0 .. kFixedNvfp4 - 1 are the NVFP4 ones, each compiled in its own units (the
-// list in kernels/CMakeLists.txt and KVQ_OWN_UNITS in paged_store_device.cu).
-inline constexpr int kFixedNvfp4 = 5;
-constexpr bool nvfp4_first() {
-  for (int i = 0; i < kFixedCount; ++i)
-    if ((kFixed[i].element == FormatId::e2m1) != (i < kFixedNvfp4)) return false;
-  return true;
-}
-static_assert(nvfp4_first(), "the NVFP4 configurations come first, kFixedNvfp4 of them");
 
 }  // namespace kvq::kernels::paged_kernel

@@ -22,6 +22,7 @@
 #include "formats/packed_quantize.hpp"
 #include "formats/packing.hpp"
 #include "formats/recipes.hpp"
+#include "kernels/status.hpp"
 
 namespace kvq::kernels {
 
@@ -45,19 +46,19 @@ struct QuantizeShape {
   KVQ_HD std::int64_t scale_bytes() const { return rows * scales_per_row(); }
 };
 
-// "" when the shape is valid; otherwise a message naming the argument.
-std::string validate(const QuantizeShape& s);
+// Success when the shape is valid; otherwise a message naming the argument.
+Status validate(const QuantizeShape& s);
 
-// CPU twins: the same element code as the kernels (formats/recipes.hpp). Return "" or an error.
-std::string quantize_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
-                         std::uint8_t* scales);
-std::string dequantize_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
-                           DType output, void* y);
+// CPU twins: the same element code as the kernels (formats/recipes.hpp). Return success or an error (kernels/status.hpp).
+Status quantize_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+                    std::uint8_t* scales);
+Status dequantize_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+                      DType output, void* y);
 float amax_cpu(DType input, const void* x, std::int64_t count);  // max |x|, NaN ignored (fmaxf)
 // The prefill workspace: rows * cols E4M3 codes from quantized codes and scales (requantize_e4m3);
 // factor = tensor decode scale (1 for power-of-two recipes) / workspace decode scale, in FP32.
-std::string requantize_e4m3_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
-                                float factor, std::uint8_t* out);
+Status requantize_e4m3_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                           float factor, std::uint8_t* out);
 
 // One input or output value <-> FP32 (exact widening; narrowing rounds to nearest even).
 // Fast paths, held to the oracle over all 2^16 patterns (suite kernels): BF16 is the top half
@@ -654,23 +655,23 @@ KVQ_HD inline void requantize_one_block(const QuantizeShape& s, const std::uint8
   io::store_bytes(out + row * s.cols + b * n, block_codes, n);
 }
 
-// GPU: device pointers, an opaque cudaStream_t; returns "" or the CUDA error / validation message.
+// GPU: device pointers, an opaque cudaStream_t; returns success or the CUDA error / validation message (kernels/status.hpp).
 namespace device {
 bool available(std::string* why);
-std::string quantize(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
-                     std::uint8_t* scales, void* stream);
-std::string dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
-                       DType output, void* y, void* stream);
-std::string amax(DType input, const void* x, std::int64_t count, float* result, void* stream);  // result: device
-std::string requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
-                            std::uint8_t* out, void* stream);
+Status quantize(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+                std::uint8_t* scales, void* stream);
+Status dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+                  DType output, void* y, void* stream);
+Status amax(DType input, const void* x, std::int64_t count, float* result, void* stream);  // result: device
+Status requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
+                       std::uint8_t* out, void* stream);
 // Memory, for host code that has no CUDA headers (tests, the CLI).
-std::string allocate(void** p, std::size_t bytes);
+Status allocate(void** p, std::size_t bytes);
 void release(void* p);
-std::string upload(void* device_dst, const void* host_src, std::size_t bytes);
-std::string download(void* host_dst, const void* device_src, std::size_t bytes);
-std::string fill(void* device_dst, std::uint8_t byte, std::size_t bytes);
-std::string synchronize();
+Status upload(void* device_dst, const void* host_src, std::size_t bytes);
+Status download(void* host_dst, const void* device_src, std::size_t bytes);
+Status fill(void* device_dst, std::uint8_t byte, std::size_t bytes);
+Status synchronize();
 }  // namespace device
 
 }  // namespace kvq::kernels

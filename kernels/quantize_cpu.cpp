@@ -8,7 +8,7 @@ namespace kvq::kernels {
 
 const char* name_of(DType d) { return d == DType::fp32 ? "fp32" : (d == DType::bf16 ? "bf16" : "fp16"); }
 
-std::string validate(const QuantizeShape& s) {
+Status validate(const QuantizeShape& s) {
   std::ostringstream os;
   const int block = s.block();
   const FormatId e = s.recipe.element;
@@ -28,9 +28,9 @@ std::string validate(const QuantizeShape& s) {
   return os.str();
 }
 
-std::string quantize_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
-                         std::uint8_t* scales) {
-  if (auto e = validate(s); !e.empty()) return e;
+Status quantize_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+                    std::uint8_t* scales) {
+  if (auto e = validate(s); !e.ok()) return e;
   if (lane_split(s, input)) return quantize_lanes_cpu(s, input, x, g, codes, scales);  // as device::quantize
   if (s.recipe.scale == BlockScale::tensor_only && !s.packed() && !is_engine_variant(s.recipe)) {  // spans of four
     const BlockPlan p = plan_block(s.recipe, g, 0.0f, false);
@@ -53,17 +53,17 @@ std::string quantize_cpu(const QuantizeShape& s, DType input, const void* x, flo
   return {};
 }
 
-std::string dequantize_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
-                           DType output, void* y) {
-  if (auto e = validate(s); !e.empty()) return e;
+Status dequantize_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+                      DType output, void* y) {
+  if (auto e = validate(s); !e.ok()) return e;
   for (std::int64_t row = 0; row < s.rows; ++row)
     for (std::int64_t b = 0; b < s.cols / s.block(); ++b) dequantize_one_block(s, codes, scales, g, output, y, row, b);
   return {};
 }
 
-std::string requantize_e4m3_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
-                                float factor, std::uint8_t* out) {
-  if (auto e = validate(s); !e.empty()) return e;
+Status requantize_e4m3_cpu(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                           float factor, std::uint8_t* out) {
+  if (auto e = validate(s); !e.ok()) return e;
   if (factor != factor) return "factor (workspace scale) must not be NaN";
   for (std::int64_t row = 0; row < s.rows; ++row)
     for (std::int64_t b = 0; b < s.cols / s.block(); ++b) requantize_one_block(s, codes, scales, factor, out, row, b);

@@ -4,6 +4,10 @@
 // type as constants; anything else runs the generic instantiation (same code, runtime shape).
 #include <cuda_runtime.h>
 
+#include <string_view>
+#include <utility>
+
+#include "formats/recipe_names.hpp"
 #include "kernels/device_launch.cuh"
 #include "kernels/code_table.cuh"
 #include "kernels/lane_quantize.hpp"
@@ -26,21 +30,41 @@ struct Config {
   ZeroGuard guard = ZeroGuard::block_and_scale;
   bool clamp = false;
 };
-// The fixed configurations; kernels take an index into this table (nvcc's launch stubs need
-// integral template arguments), kGeneric for the runtime-shaped instantiation.
-constexpr int kGeneric = -1;
-constexpr Config kFixed[] = {
-    {FormatId::e2m1, BlockScale::e4m3_two_level, 16}, {FormatId::e2m1, BlockScale::e4m3_two_level, 32},
-    {FormatId::e2m1, BlockScale::e8m0_pow2, 16},      {FormatId::e2m1, BlockScale::e8m0_pow2, 32},
-    {FormatId::e4m3fn, BlockScale::e8m0_pow2, 32},    {FormatId::e4m3fn, BlockScale::e8m0_pow2, 128},
-    {FormatId::e4m3fn, BlockScale::tensor_only, kTensorChunk}, {FormatId::int8, BlockScale::e8m0_pow2, 32},
-    {FormatId::int4, BlockScale::e8m0_pow2, 32},      {FormatId::int4, BlockScale::e4m3_two_level, 16},
-    {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::rcp_decode},
-    {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::rcp_encode},
-    {FormatId::e2m1, BlockScale::e4m3_two_level, 16, TwoLevel::four_over_six, Rounding::nearest_even, true,
-     Apply::multiply_reciprocal, ZeroGuard::block_and_scale, false},  // nvfp4-4over6-paper
-    {FormatId::e2m1, BlockScale::e8m0_pow2, 16, TwoLevel::reference, Rounding::nearest_away},  // block-FP4, bit exponents
+// The fixed configurations, one list: a named recipe (formats/recipe_names.hpp), its block where
+// the kernel's differs, and whether the kernel pins the recipe's apply, zero guard and clamp.
+// A configuration runs every recipe of its element, scale kind, block, element rounding and
+// two-level style (pinned: and those three fields) that is not an engine variant, with the
+// reference arithmetic. Kernels take an index into kFixed (nvcc's launch stubs need integral
+// template arguments), kGeneric for the runtime-shaped instantiation.
+struct FixedKernel {
+  std::string_view recipe;
+  int block = 0;  // 0: the recipe's
+  bool pinned = false;
 };
+constexpr FixedKernel kFixedKernels[] = {
+    {"nvfp4"},           {"nvfp4", 32},      {"mxfp4-floor", 16},     {"mxfp4-floor"},
+    {"mxfp8-e4m3-floor"}, {"mla-fp8-tile128"}, {"fp8-e4m3-tensor", kTensorChunk},
+    {"mxint8"},          {"mxint4"},         {"nvint4"},              {"nvfp4-flashinfer-kv"},
+    {"nvfp4-vllm"},      {"nvfp4-4over6-paper", 0, true},
+    {"blockfp4-e8m0-ceil"},  // its shape: block-FP4 with bit exponents and ties away
+};
+constexpr int kFixedCount = sizeof(kFixedKernels) / sizeof(kFixedKernels[0]);
+constexpr Config config_of(const FixedKernel& k) {
+  const Recipe r = recipe_from_name(k.recipe).value().recipe;  // a name kRecipes lacks does not compile
+  return {r.element,         r.scale,  k.block != 0 ? k.block : r.block, r.two_level, r.element_rounding,
+          k.pinned,          r.apply,  r.zero_guard,                     r.clamp_block_scale};
+}
+// Indexed by int: the kernels' C is kGeneric (-1) in expressions that `C != kGeneric &&` skips.
+struct FixedConfigs {
+  Config configs[kFixedCount];
+  constexpr const Config& operator[](int c) const { return configs[c]; }
+  constexpr const Config* begin() const { return configs; }
+  constexpr const Config* end() const { return configs + kFixedCount; }
+};
+constexpr FixedConfigs kFixed = []<std::size_t... I>(std::index_sequence<I...>) {
+  return FixedConfigs{{config_of(kFixedKernels[I])...}};
+}(std::make_index_sequence<kFixedCount>{});
+constexpr int kGeneric = -1;
 template <int C>
 constexpr int kBlockOf = C == kGeneric ? 0 : kFixed[C].block;
 
@@ -298,6 +322,18 @@ __global__ void amax_kernel(const void* x, std::int64_t count, unsigned int* res
   if ((threadIdx.x & 31) == 0) atomicMax(result, __float_as_uint(m));
 }
 
+// with_type.template operator()<C>() for the first fixed configuration from C on that matches,
+// else for kGeneric.
+template <int C, typename Matches, typename WithType>
+cudaError_t first_fixed(const Matches& matches, WithType& with_type) {
+  if constexpr (C == kFixedCount) {
+    return with_type.template operator()<kGeneric>();
+  } else {
+    if (matches(kFixed[C])) return with_type.template operator()<C>();
+    return first_fixed<C + 1>(matches, with_type);
+  }
+}
+
 // Calls launch.template operator()<config, dtype>() for the shape's recipe and the data type.
 template <typename Launch>
 cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
@@ -315,13 +351,7 @@ cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
            (c.scale != BlockScale::e4m3_two_level || c.two_level == s.recipe.two_level) &&
            (!c.pinned || (c.apply == s.recipe.apply && c.guard == s.recipe.zero_guard && c.clamp == s.recipe.clamp_block_scale));
   };
-#define KVQ_FIXED(i) \
-  if (matches(kFixed[i])) return with_type.template operator()<i>();
-  KVQ_FIXED(0) KVQ_FIXED(1) KVQ_FIXED(2) KVQ_FIXED(3) KVQ_FIXED(4) KVQ_FIXED(5) KVQ_FIXED(6) KVQ_FIXED(7)
-  KVQ_FIXED(8) KVQ_FIXED(9) KVQ_FIXED(10) KVQ_FIXED(11) KVQ_FIXED(12) KVQ_FIXED(13)
-#undef KVQ_FIXED
-  static_assert(sizeof(kFixed) / sizeof(kFixed[0]) == 14, "one KVQ_FIXED line per fixed configuration");
-  return with_type.template operator()<kGeneric>();
+  return first_fixed<0>(matches, with_type);
 }
 
 using launch::grid_for;
@@ -345,9 +375,9 @@ bool available(std::string* why) {
   return true;
 }
 
-std::string quantize(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
-                     std::uint8_t* scales, void* stream) {
-  if (auto e = validate(s); !e.empty()) return e;
+Status quantize(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+                std::uint8_t* scales, void* stream) {
+  if (auto e = validate(s); !e.ok()) return e;
   if (lane_split(s, input)) return quantize_lanes(s, input, x, g, codes, scales, stream);  // kernels/lane_quantize_device.cu
   // Blocks, or spans of 16 input bytes per tensor (kTensorSpansOf; a multiple of 4 or 8 elements).
   const std::int64_t work = s.recipe.scale == BlockScale::tensor_only ? s.rows * s.cols / kTensorSpanOf(input)
@@ -368,9 +398,9 @@ std::string quantize(const QuantizeShape& s, DType input, const void* x, float g
   }));
 }
 
-std::string dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
-                       DType output, void* y, void* stream) {
-  if (auto e = validate(s); !e.empty()) return e;
+Status dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+                  DType output, void* y, void* stream) {
+  if (auto e = validate(s); !e.ok()) return e;
   const std::int64_t work = s.rows * (s.cols / kDequantizeSpan);  // spans (fixed shapes), or more than blocks
   if (s.rows * s.cols == 0) return {};
   const int grid = grid_for(work < 1 ? 1 : work, kThreads);
@@ -380,9 +410,9 @@ std::string dequantize(const QuantizeShape& s, const std::uint8_t* codes, const 
   }));
 }
 
-std::string requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
-                            std::uint8_t* out, void* stream) {
-  if (auto e = validate(s); !e.empty()) return e;
+Status requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
+                       std::uint8_t* out, void* stream) {
+  if (auto e = validate(s); !e.ok()) return e;
   if (factor != factor) return "factor (workspace scale) must not be NaN";
   const std::int64_t work = s.rows * (s.cols / s.block()) * (s.packed() && s.block() % 16 == 0 ? s.block() / 16 : 1) *
                             (byte_span_codes(s.recipe.element) && s.block() % kByteSpan == 0 ? s.block() / kByteSpan : 1);
@@ -397,7 +427,7 @@ std::string requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, c
   }));
 }
 
-std::string amax(DType input, const void* x, std::int64_t count, float* result, void* stream) {
+Status amax(DType input, const void* x, std::int64_t count, float* result, void* stream) {
   if (count < 0) return "count must be >= 0";
   const auto st = static_cast<cudaStream_t>(stream);
   cudaError_t e = cudaMemsetAsync(result, 0, sizeof(float), st);
@@ -414,16 +444,16 @@ std::string amax(DType input, const void* x, std::int64_t count, float* result, 
   return status(e);
 }
 
-std::string allocate(void** p, std::size_t bytes) { return status(cudaMalloc(p, bytes ? bytes : 1)); }
+Status allocate(void** p, std::size_t bytes) { return status(cudaMalloc(p, bytes ? bytes : 1)); }
 void release(void* p) { cudaFree(p); }
-std::string upload(void* dst, const void* src, std::size_t bytes) {
+Status upload(void* dst, const void* src, std::size_t bytes) {
   return status(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
 }
-std::string download(void* dst, const void* src, std::size_t bytes) {
+Status download(void* dst, const void* src, std::size_t bytes) {
   return status(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
-std::string fill(void* dst, std::uint8_t byte, std::size_t bytes) { return status(cudaMemset(dst, byte, bytes)); }
-std::string synchronize() { return status(cudaDeviceSynchronize()); }
+Status fill(void* dst, std::uint8_t byte, std::size_t bytes) { return status(cudaMemset(dst, byte, bytes)); }
+Status synchronize() { return status(cudaDeviceSynchronize()); }
 
 }  // namespace device
 }  // namespace kvq::kernels

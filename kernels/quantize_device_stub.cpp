@@ -12,24 +12,24 @@ bool available(std::string* why) {
   *why = kNoCuda;
   return false;
 }
-std::string quantize(const QuantizeShape&, DType, const void*, float, std::uint8_t*, std::uint8_t*, void*) {
+Status quantize(const QuantizeShape&, DType, const void*, float, std::uint8_t*, std::uint8_t*, void*) {
   return kNoCuda;
 }
-std::string quantize_lanes(const QuantizeShape&, DType, const void*, float, std::uint8_t*, std::uint8_t*, void*) {
+Status quantize_lanes(const QuantizeShape&, DType, const void*, float, std::uint8_t*, std::uint8_t*, void*) {
   return kNoCuda;
 }
-std::string dequantize(const QuantizeShape&, const std::uint8_t*, const std::uint8_t*, float, DType, void*, void*) {
+Status dequantize(const QuantizeShape&, const std::uint8_t*, const std::uint8_t*, float, DType, void*, void*) {
   return kNoCuda;
 }
-std::string amax(DType, const void*, std::int64_t, float*, void*) { return kNoCuda; }
-std::string requantize_e4m3(const QuantizeShape&, const std::uint8_t*, const std::uint8_t*, float, std::uint8_t*, void*) {
+Status amax(DType, const void*, std::int64_t, float*, void*) { return kNoCuda; }
+Status requantize_e4m3(const QuantizeShape&, const std::uint8_t*, const std::uint8_t*, float, std::uint8_t*, void*) {
   return kNoCuda;
 }
-std::string allocate(void**, std::size_t) { return kNoCuda; }
+Status allocate(void**, std::size_t) { return kNoCuda; }
 void release(void*) {}
-std::string upload(void*, const void*, std::size_t) { return kNoCuda; }
-std::string download(void*, const void*, std::size_t) { return kNoCuda; }
-std::string fill(void*, std::uint8_t, std::size_t) { return kNoCuda; }
-std::string synchronize() { return kNoCuda; }
+Status upload(void*, const void*, std::size_t) { return kNoCuda; }
+Status download(void*, const void*, std::size_t) { return kNoCuda; }
+Status fill(void*, std::uint8_t, std::size_t) { return kNoCuda; }
+Status synchronize() { return kNoCuda; }
 
 }  // namespace kvq::kernels::device

@@ -24,6 +24,7 @@
 
 #include "formats/fast_paths.hpp"
 #include "kernels/quantize.hpp"
+#include "kernels/status.hpp"
 
 namespace kvq::kernels {
 
@@ -94,28 +95,28 @@ struct PageTable {
   const std::int32_t* positions = nullptr;      // [tokens]
 };
 
-// "" when the shape (and the inputs' scales and pointers) are valid; otherwise a message naming the argument.
-std::string validate(const RopeShape& s);
-std::string validate(const RopeShape& s, const RopeInputs& in);
+// Success when the shape (and the inputs' scales and pointers) are valid; otherwise a message naming the argument.
+Status validate(const RopeShape& s);
+Status validate(const RopeShape& s, const RopeInputs& in);
 // Null pointers among the outputs and the page table ("what" names the buffer set: cache, contiguous;
 // slots: its slot count, none needed when 0).
-std::string validate_q(const RopeShape& s, const QOutputs& q);
-std::string validate_buffers(const RopeShape& s, const KvBuffers& b, std::int64_t slots, const char* what);
-std::string validate_table(const RopeShape& s, const PageTable& t);
+Status validate_q(const RopeShape& s, const QOutputs& q);
+Status validate_buffers(const RopeShape& s, const KvBuffers& b, std::int64_t slots, const char* what);
+Status validate_table(const RopeShape& s, const PageTable& t);
 // The index arrays (host memory): kv_indptr, kv_indices, batch_indices, positions, pos_ids, and that
 // no two tokens write the same slot. The CPU twins call it; for the GPU launchers, whose arrays live
 // on the device, the caller runs it on host copies (the kernels skip a token they cannot place).
-std::string validate_indices(const RopeShape& s, const std::int32_t* pos_ids, const PageTable& t);
+Status validate_indices(const RopeShape& s, const std::int32_t* pos_ids, const PageTable& t);
 
-// CPU twins: the per-token and per-group code below, as the kernels run it. Return "" or an error (nothing written).
-std::string rope_append_cpu(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& cache,
-                            const PageTable& t);
+// CPU twins: the per-token and per-group code below, as the kernels run it. Return success, or an error with nothing written.
+Status rope_append_cpu(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& cache,
+                       const PageTable& t);
 // Unfused (a): batch_indices may be null (every token); padding tokens write nothing.
-std::string rope_quantize_cpu(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& contiguous,
-                              const std::int32_t* batch_indices);
+Status rope_quantize_cpu(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& contiguous,
+                         const std::int32_t* batch_indices);
 // Unfused (b): copies the FP8 bytes of every non-padding token into its slot.
-std::string append_paged_cpu(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache,
-                             const PageTable& t);
+Status append_paged_cpu(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache,
+                        const PageTable& t);
 
 // ---- Per-element arithmetic (the FP32 model of docs/rope.md), identical on host and device ----
 
@@ -608,15 +609,15 @@ KVQ_HD inline void append_token_work(const RopeShape& s, const RopeParts& p, con
   if (token_slot(s, t, token, &page, &entry)) append_token_groups(s, p, contiguous, cache, token, page, entry, lane, lanes);
 }
 
-// GPU: device pointers, an opaque cudaStream_t; "" or the CUDA / validation error. The index arrays
+// GPU: device pointers, an opaque cudaStream_t; a Status: success or the CUDA / validation error. The index arrays
 // are not read on the host (validate_indices checks host copies).
 namespace device {
-std::string rope_append(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& cache,
-                        const PageTable& t, void* stream);
-std::string rope_quantize(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& contiguous,
-                          const std::int32_t* batch_indices, void* stream);
-std::string append_paged(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache, const PageTable& t,
-                         void* stream);
+Status rope_append(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& cache,
+                   const PageTable& t, void* stream);
+Status rope_quantize(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& contiguous,
+                     const std::int32_t* batch_indices, void* stream);
+Status append_paged(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache, const PageTable& t,
+                    void* stream);
 }  // namespace device
 
 }  // namespace kvq::kernels

@@ -10,7 +10,7 @@ const char* name_of(RopeStyle s) { return s == RopeStyle::neox ? "neox" : "gptj"
 const char* name_of(KvLayout l) { return l == KvLayout::nhd ? "nhd" : "hnd"; }
 const char* name_of(Attention a) { return a == Attention::mha ? "mha" : "mla"; }
 
-std::string validate(const RopeShape& s) {
+Status validate(const RopeShape& s) {
   std::ostringstream os;
   if (s.attention != Attention::mha && s.attention != Attention::mla) {
     os << "attention must be mha or mla";
@@ -42,9 +42,9 @@ std::string validate(const RopeShape& s) {
   return os.str();
 }
 
-std::string validate(const RopeShape& s, const RopeInputs& in) {
+Status validate(const RopeShape& s, const RopeInputs& in) {
   std::ostringstream os;
-  if (auto e = validate(s); !e.empty()) {
+  if (auto e = validate(s); !e.ok()) {
     return e;
   } else if (in.quant_scale_q != in.quant_scale_q) {
     os << "quant_scale_q must not be NaN";
@@ -62,7 +62,7 @@ std::string validate(const RopeShape& s, const RopeInputs& in) {
   return os.str();
 }
 
-std::string validate_buffers(const RopeShape& s, const KvBuffers& b, std::int64_t slots, const char* what) {
+Status validate_buffers(const RopeShape& s, const KvBuffers& b, std::int64_t slots, const char* what) {
   if (slots == 0) return {};
   if (s.mla() && (b.ckv == nullptr || b.kpe == nullptr))
     return std::string(what) + (b.ckv == nullptr ? " ckv" : " kpe") + " must not be null for MLA";
@@ -71,13 +71,13 @@ std::string validate_buffers(const RopeShape& s, const KvBuffers& b, std::int64_
   return {};
 }
 
-std::string validate_q(const RopeShape& s, const QOutputs& q) {
+Status validate_q(const RopeShape& s, const QOutputs& q) {
   if (s.tokens > 0 && q.q_rope == nullptr) return "q_rope_out must not be null";
   if (s.tokens > 0 && s.nope_dim() > 0 && q.q_nope == nullptr) return "q_nope_out must not be null";
   return {};
 }
 
-std::string validate_table(const RopeShape& s, const PageTable& t) {
+Status validate_table(const RopeShape& s, const PageTable& t) {
   if (s.tokens > 0 && (t.batch_indices == nullptr || t.positions == nullptr))
     return t.batch_indices == nullptr ? "batch_indices must not be null" : "positions must not be null";
   if (t.kv_indptr == nullptr) return "kv_indptr must not be null";
@@ -103,9 +103,9 @@ void rope_twin(const RopeShape& s, const RopeInputs& in, const QOutputs& q, cons
 
 }  // namespace
 
-std::string validate_indices(const RopeShape& s, const std::int32_t* pos_ids, const PageTable& t) {
+Status validate_indices(const RopeShape& s, const std::int32_t* pos_ids, const PageTable& t) {
   std::ostringstream os;
-  if (auto e = validate_table(s, t); !e.empty()) return e;
+  if (auto e = validate_table(s, t); !e.ok()) return e;
   if (t.kv_indptr[0] != 0) {
     os << "kv_indptr[0] must be 0, got " << t.kv_indptr[0];
     return os.str();
@@ -168,42 +168,42 @@ std::string validate_indices(const RopeShape& s, const std::int32_t* pos_ids, co
   return {};
 }
 
-std::string rope_append_cpu(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& cache,
-                            const PageTable& t) {
-  std::string e = validate(s, in);
-  if (e.empty()) e = validate_q(s, q);
-  if (e.empty()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
-  if (e.empty()) e = validate_indices(s, in.pos_ids, t);
-  if (!e.empty()) return e;
+Status rope_append_cpu(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& cache,
+                       const PageTable& t) {
+  Status e = validate(s, in);
+  if (e.ok()) e = validate_q(s, q);
+  if (e.ok()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
+  if (e.ok()) e = validate_indices(s, in.pos_ids, t);
+  if (!e.ok()) return e;
   rope_twin(s, in, q, cache, t, true);
   return {};
 }
 
-std::string rope_quantize_cpu(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& contiguous,
-                              const std::int32_t* batch_indices) {
-  std::string e = validate(s, in);
-  if (e.empty()) e = validate_q(s, q);
-  if (e.empty()) e = validate_buffers(s, contiguous, s.tokens, "contiguous");
-  for (std::int64_t i = 0; i < s.tokens && e.empty(); ++i) {
+Status rope_quantize_cpu(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& contiguous,
+                         const std::int32_t* batch_indices) {
+  Status e = validate(s, in);
+  if (e.ok()) e = validate_q(s, q);
+  if (e.ok()) e = validate_buffers(s, contiguous, s.tokens, "contiguous");
+  for (std::int64_t i = 0; i < s.tokens && e.ok(); ++i) {
     if (batch_indices != nullptr && batch_indices[i] < 0) continue;
     if (in.pos_ids[i] < 0 || in.pos_ids[i] >= s.max_pos)
       e = "pos_ids[" + std::to_string(i) + "] = " + std::to_string(in.pos_ids[i]) +
           " is not a row of cos_sin_cache (max_pos = " + std::to_string(s.max_pos) + ")";
   }
-  if (!e.empty()) return e;
+  if (!e.ok()) return e;
   PageTable t;
   t.batch_indices = batch_indices;
   rope_twin(s, in, q, contiguous, t, false);
   return {};
 }
 
-std::string append_paged_cpu(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache,
-                             const PageTable& t) {
-  std::string e = validate(s);
-  if (e.empty()) e = validate_buffers(s, contiguous, s.tokens, "contiguous");
-  if (e.empty()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
-  if (e.empty()) e = validate_indices(s, nullptr, t);
-  if (!e.empty()) return e;
+Status append_paged_cpu(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache,
+                        const PageTable& t) {
+  Status e = validate(s);
+  if (e.ok()) e = validate_buffers(s, contiguous, s.tokens, "contiguous");
+  if (e.ok()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
+  if (e.ok()) e = validate_indices(s, nullptr, t);
+  if (!e.ok()) return e;
   const RopeParts p = rope_parts(s, true);
   for (std::int64_t i = 0; i < s.tokens; ++i) append_token_work(s, p, contiguous, cache, t, i, 0, 1);
   return {};

@@ -70,14 +70,14 @@ int grid_for(std::int64_t tokens, int tokens_per_block) {
   return static_cast<int>(std::clamp<std::int64_t>((tokens + tokens_per_block - 1) / tokens_per_block, 1, kMaxBlocks));
 }
 
-std::string launched() {
+Status launched() {
   const cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e));
 }
 
 template <bool kPaged>
-std::string launch_rope(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& out,
-                        const PageTable& t, void* stream) {
+Status launch_rope(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& out,
+                   const PageTable& t, void* stream) {
   if (s.tokens == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   const int grid = grid_for(s.tokens, kTokensPerBlock);
@@ -108,32 +108,32 @@ std::string launch_rope(const RopeShape& s, const RopeInputs& in, const QOutputs
 
 namespace device {
 
-std::string rope_append(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& cache,
-                        const PageTable& t, void* stream) {
-  std::string e = validate(s, in);
-  if (e.empty()) e = validate_q(s, q);
-  if (e.empty()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
-  if (e.empty()) e = validate_table(s, t);
-  return e.empty() ? launch_rope<true>(s, in, q, cache, t, stream) : e;
+Status rope_append(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& cache,
+                   const PageTable& t, void* stream) {
+  Status e = validate(s, in);
+  if (e.ok()) e = validate_q(s, q);
+  if (e.ok()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
+  if (e.ok()) e = validate_table(s, t);
+  return e.ok() ? launch_rope<true>(s, in, q, cache, t, stream) : e;
 }
 
-std::string rope_quantize(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& contiguous,
-                          const std::int32_t* batch_indices, void* stream) {
-  std::string e = validate(s, in);
-  if (e.empty()) e = validate_q(s, q);
-  if (e.empty()) e = validate_buffers(s, contiguous, s.tokens, "contiguous");
+Status rope_quantize(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& contiguous,
+                     const std::int32_t* batch_indices, void* stream) {
+  Status e = validate(s, in);
+  if (e.ok()) e = validate_q(s, q);
+  if (e.ok()) e = validate_buffers(s, contiguous, s.tokens, "contiguous");
   PageTable t;
   t.batch_indices = batch_indices;
-  return e.empty() ? launch_rope<false>(s, in, q, contiguous, t, stream) : e;
+  return e.ok() ? launch_rope<false>(s, in, q, contiguous, t, stream) : e;
 }
 
-std::string append_paged(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache, const PageTable& t,
-                         void* stream) {
-  std::string e = validate(s);
-  if (e.empty()) e = validate_buffers(s, contiguous, s.tokens, "contiguous");
-  if (e.empty()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
-  if (e.empty()) e = validate_table(s, t);
-  if (!e.empty() || s.tokens == 0) return e;
+Status append_paged(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache, const PageTable& t,
+                    void* stream) {
+  Status e = validate(s);
+  if (e.ok()) e = validate_buffers(s, contiguous, s.tokens, "contiguous");
+  if (e.ok()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
+  if (e.ok()) e = validate_table(s, t);
+  if (!e.ok() || s.tokens == 0) return e;
   const auto st = static_cast<cudaStream_t>(stream);
   // A resident grid (5 blocks an SM) of warps taking chunks in turn; chunks of up to 32 tokens, so
   // small that each warp takes about 16 or more (the last round's imbalance stays small).

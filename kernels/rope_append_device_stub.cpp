@@ -8,19 +8,19 @@ namespace {
 constexpr const char* kNoCuda = "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
 }
 
-std::string rope_append(const RopeShape&, const RopeInputs&, const QOutputs&, const KvBuffers&, const PageTable&, void*) {
+Status rope_append(const RopeShape&, const RopeInputs&, const QOutputs&, const KvBuffers&, const PageTable&, void*) {
   return kNoCuda;
 }
-std::string rope_quantize(const RopeShape&, const RopeInputs&, const QOutputs&, const KvBuffers&, const std::int32_t*,
-                          void*) {
+Status rope_quantize(const RopeShape&, const RopeInputs&, const QOutputs&, const KvBuffers&, const std::int32_t*,
+                     void*) {
   return kNoCuda;
 }
-std::string append_paged(const RopeShape&, const KvBuffers&, const KvBuffers&, const PageTable&, void*) { return kNoCuda; }
+Status append_paged(const RopeShape&, const KvBuffers&, const KvBuffers&, const PageTable&, void*) { return kNoCuda; }
 
 }  // namespace kvq::kernels::device
 
 namespace kvq::kernels {
-std::string run_rope_benchmarks(DType, std::int64_t, int, std::vector<BenchRow>*) {
+Status run_rope_benchmarks(DType, std::int64_t, int, std::vector<BenchRow>*) {
   return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
 }
 }  // namespace kvq::kernels

@@ -9,24 +9,24 @@
 namespace kvq::kernels {
 namespace {
 
-std::string status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
+Status status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
 
 // Device buffers of one benchmark, freed together.
 struct Buffers {
   std::vector<void*> owned;
-  std::string error;
+  Status error;
   template <typename T>
   T* make(std::int64_t count, std::uint8_t fill) {
     void* p = nullptr;
-    if (error.empty()) error = status(cudaMalloc(&p, static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T)));
-    if (error.empty()) owned.push_back(p);
-    if (error.empty()) error = status(cudaMemset(p, fill, static_cast<std::size_t>(count) * sizeof(T)));
+    if (error.ok()) error = status(cudaMalloc(&p, static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) * sizeof(T)));
+    if (error.ok()) owned.push_back(p);
+    if (error.ok()) error = status(cudaMemset(p, fill, static_cast<std::size_t>(count) * sizeof(T)));
     return static_cast<T*>(p);
   }
   template <typename T>
   T* upload(const std::vector<T>& host) {
     T* p = make<T>(static_cast<std::int64_t>(host.size()), 0);
-    if (error.empty()) error = status(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    if (error.ok()) error = status(cudaMemcpy(p, host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
     return p;
   }
   ~Buffers() {
@@ -34,7 +34,7 @@ struct Buffers {
   }
 };
 
-std::string bench_one(const RopeShape& s, int repeats, std::vector<BenchRow>* out) {
+Status bench_one(const RopeShape& s, int repeats, std::vector<BenchRow>* out) {
   constexpr int kRequest = 256;
   Buffers b;
   const std::int64_t in_bytes = bytes_of(s.input);
@@ -70,30 +70,30 @@ std::string bench_one(const RopeShape& s, int repeats, std::vector<BenchRow>* ou
   const std::int64_t copy_bytes = static_cast<std::int64_t>(fused_bytes / 2);
   auto* copy_src = b.make<std::uint8_t>(copy_bytes, 0);
   auto* copy_dst = b.make<std::uint8_t>(copy_bytes, 0);
-  if (!b.error.empty()) return b.error;
+  if (!b.error.ok()) return b.error;
   const std::string label = std::string(name_of(s.attention)) + "-" + name_of(s.style) + "-" + std::to_string(s.tokens);
   double copy_ms = 0;
-  std::string e = time_median([&] { return status(cudaMemcpyAsync(copy_dst, copy_src, copy_bytes, cudaMemcpyDeviceToDevice)); },
+  Status e = time_median([&] { return status(cudaMemcpyAsync(copy_dst, copy_src, copy_bytes, cudaMemcpyDeviceToDevice)); },
                               repeats, &copy_ms);
   const double copy_gbps = 2.0 * static_cast<double>(copy_bytes) / (copy_ms * 1e6);
-  auto row = [&](const char* kernel, double bytes, const std::function<std::string()>& launch) {
+  auto row = [&](const char* kernel, double bytes, const std::function<Status()>& launch) {
     double ms = 0;
-    if (e.empty()) e = time_median(launch, repeats, &ms);
-    if (e.empty()) out->push_back({kernel, label, name_of(s.input), bytes, ms, bytes / (ms * 1e6), copy_gbps});
+    if (e.ok()) e = time_median(launch, repeats, &ms);
+    if (e.ok()) out->push_back({kernel, label, name_of(s.input), bytes, ms, bytes / (ms * 1e6), copy_gbps});
   };
   row("rope-fused", fused_bytes, [&] { return device::rope_append(s, in, q, cache, t, nullptr); });
   row("rope-quant", fused_bytes, [&] { return device::rope_quantize(s, in, q, mid, t.batch_indices, nullptr); });
   row("rope-append", append_bytes, [&] { return device::append_paged(s, mid, cache, t, nullptr); });
   row("rope-pair", fused_bytes + append_bytes, [&] {
-    std::string err = device::rope_quantize(s, in, q, mid, t.batch_indices, nullptr);
-    return err.empty() ? device::append_paged(s, mid, cache, t, nullptr) : err;
+    Status err = device::rope_quantize(s, in, q, mid, t.batch_indices, nullptr);
+    return err.ok() ? device::append_paged(s, mid, cache, t, nullptr) : err;
   });
   return e;
 }
 
 }  // namespace
 
-std::string run_rope_benchmarks(DType dtype, std::int64_t tokens, int repeats, std::vector<BenchRow>* rows_out) {
+Status run_rope_benchmarks(DType dtype, std::int64_t tokens, int repeats, std::vector<BenchRow>* rows_out) {
   const std::int64_t n = (tokens + 255) / 256 * 256;  // whole requests of 256 tokens, 16 pages each
   RopeShape mha{.input = dtype, .tokens = n, .batch = n / 256, .q_heads = 32, .kv_heads = 8, .head_dim = 128,
                 .rope_dim = 128, .max_pos = 256, .page_size = 16, .num_pages = n / 16, .num_page_indices = n / 16};
@@ -103,12 +103,12 @@ std::string run_rope_benchmarks(DType dtype, std::int64_t tokens, int repeats, s
   mla.kv_heads = 1;
   mla.head_dim = 576;
   mla.rope_dim = 64;
-  std::string e = bench_one(mha, repeats, rows_out);
-  if (e.empty()) {
+  Status e = bench_one(mha, repeats, rows_out);
+  if (e.ok()) {
     mha.style = RopeStyle::gptj;
     e = bench_one(mha, repeats, rows_out);
   }
-  return e.empty() ? bench_one(mla, repeats, rows_out) : e;
+  return e.ok() ? bench_one(mla, repeats, rows_out) : e;
 }
 
 }  // namespace kvq::kernels

@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "kernels/benchmark.hpp"
+#include "kernels/status.hpp"
 
 namespace kvq::kernels {
 
 // MHA (32 Q / 8 KV heads, head_dim 128, all rotated, NHD) and MLA (16 Q heads, 512 + 64) batches
-// of `tokens` new tokens in requests of 256, page_size 16; "" or an error.
-std::string run_rope_benchmarks(DType dtype, std::int64_t tokens, int repeats, std::vector<BenchRow>* rows_out);
+// of `tokens` new tokens in requests of 256, page_size 16; success or an error (kernels/status.hpp).
+Status run_rope_benchmarks(DType dtype, std::int64_t tokens, int repeats, std::vector<BenchRow>* rows_out);
 
 }  // namespace kvq::kernels

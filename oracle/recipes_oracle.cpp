@@ -348,7 +348,7 @@ std::uint8_t recipe_requantize_e4m3(const Recipe& r, std::uint8_t scale, std::ui
 std::uint32_t recipe_dequantize_element(const Recipe& r, float g, std::uint8_t scale, std::uint8_t code) {
   const std::uint32_t bits = recipe_dequantize_raw(r, g, scale, code);
   if (r.dequantize_unsigned_zero && (bits & 0x7fffffffu) == 0) return 0;  // -0 written as +0
-  return kFP32.is_nan(bits) ? 0x7fc00000u : bits;  // the contract's canonical NaN
+  return kFP32.is_nan(bits) ? kCanonicalNanBits : bits;  // the contract's canonical NaN
 }
 
 namespace {
@@ -520,7 +520,7 @@ std::uint32_t recipe_dequantize_raw(const Recipe& r, float g, std::uint8_t scale
       return fp32_bits(tensor_param_is_amax(r) ? fp32_divide(y, of(r.tensor_divisor)) : y);
     }
     case BlockScale::e8m0_pow2: {
-      if (scale == 0xFF) return 0x7fc00000u;
+      if (scale == 0xFF) return kCanonicalNanBits;
       Real y = v;
       if (y.kind == ValueKind::finite) y.magnitude *= power_of_two(static_cast<int>(scale) - 127);
       return fp32_bits(y);

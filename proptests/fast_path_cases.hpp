@@ -93,7 +93,7 @@ KVQ_HD inline std::uint32_t code_terms_case(std::uint32_t bits, bool reference) 
   const int code = static_cast<int>(bits & 0x7fu);
   const bool square = (bits >> 7) & 1u;
   const float g = float_from_bits((bits & 0x7fffff00u) | 0x80u);
-  if (!(g <= 3.4028235e38f) || code == 0x7f) return 0;
+  if (!(g <= kFp32Max) || code == 0x7f) return 0;
   if (reference) {
     const float sf = decode_float(kE4M3FN, static_cast<std::uint64_t>(code)), s = sf * g;
     return bits_of(square ? s * s : (1.0f / g) / sf);
@@ -166,7 +166,7 @@ KVQ_HD inline std::uint32_t paired_case(FastPath p, float x, bool reference) {
 // just beside them) and x * -4/3 (inexact: the dropped bits must count; and the sign) in the high.
 inline constexpr float kProductThree = 3.0f, kProductMinusFourThirds = -0x1.555556p0f;
 KVQ_HD inline std::uint32_t products_case(float x, bool reference) {
-  if (!(fabsf(x) <= 3.4028235e38f)) return 0;
+  if (!(fabsf(x) <= kFp32Max)) return 0;
   if (reference) {
     const Conversion c = convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even);
     const double lo = static_cast<double>(x) * kProductThree, hi = static_cast<double>(x) * kProductMinusFourThirds;

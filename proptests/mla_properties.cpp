@@ -97,18 +97,18 @@ rc::Gen<RequantProblem> gen_requant(int max_blocks, rc::Gen<float> k_scales) {
 
 Bytes requant_cpu(const RequantProblem& p, KScale mode, std::uint8_t poison) {
   Bytes dst(static_cast<std::size_t>(p.num_blocks * p.block_size * 656) + kGuard, poison);
-  const std::string e = kernels::mla_requantize_576_to_656_cpu(p.num_blocks, p.block_size, p.src.data(), p.k_scale, mode, dst.data());
-  if (!e.empty()) throw std::runtime_error(e);
+  const kvq::Status e = kernels::mla_requantize_576_to_656_cpu(p.num_blocks, p.block_size, p.src.data(), p.k_scale, mode, dst.data());
+  if (!e.ok()) throw std::runtime_error(e.message());
   return dst;
 }
 
-std::string requant_gpu(const RequantProblem& p, KScale mode, std::uint8_t poison, Bytes* got);
+kvq::Status requant_gpu(const RequantProblem& p, KScale mode, std::uint8_t poison, Bytes* got);
 
 // The conversion under test: the CPU twin, or the launcher on the GPU (requant_gpu, below).
 Bytes requant_under_test(const RequantProblem& p, KScale mode, std::uint8_t poison, bool device) {
   if (!device) return requant_cpu(p, mode, poison);
   Bytes got;
-  const std::string e = requant_gpu(p, mode, poison, &got);
+  const std::string e = requant_gpu(p, mode, poison, &got).message();
   if (!e.empty()) throw std::runtime_error("device requant: " + e);
   return got;
 }
@@ -116,8 +116,8 @@ Bytes requant_under_test(const RequantProblem& p, KScale mode, std::uint8_t pois
 // FP32 bits of every value of a whole cache, dequantized by the twin.
 std::vector<std::uint32_t> dequant_bits(const MlaCacheShape& c, const Bytes& cache, float k_scale) {
   std::vector<std::uint32_t> y(static_cast<std::size_t>(c.slots() * c.desc().dims()));
-  const std::string e = kernels::mla_dequantize_cpu(c, cache.data(), k_scale, DType::fp32, y.data());
-  if (!e.empty()) throw std::runtime_error(e);
+  const kvq::Status e = kernels::mla_dequantize_cpu(c, cache.data(), k_scale, DType::fp32, y.data());
+  if (!e.ok()) throw std::runtime_error(e.message());
   return y;
 }
 
@@ -246,8 +246,8 @@ rc::Gen<QuantProblem> gen_quant(MlaLayoutId layout, int max_blocks) {
 
 Bytes quant_cpu(const QuantProblem& p, std::uint8_t poison) {
   Bytes cache(static_cast<std::size_t>(p.cache.bytes()) + kGuard, poison);
-  const std::string e = kernels::mla_quantize_cpu(p.cache, p.x.data(), p.slots.data(), p.tokens, cache.data());
-  if (!e.empty()) throw std::runtime_error(e);
+  const kvq::Status e = kernels::mla_quantize_cpu(p.cache, p.x.data(), p.slots.data(), p.tokens, cache.data());
+  if (!e.ok()) throw std::runtime_error(e.message());
   return cache;
 }
 
@@ -301,7 +301,7 @@ void register_quantize_properties() {
             if (l.id == MlaLayoutId::model1_fp8_sparse) {
               RC_ASSERT(a[scales + t] == want.scale);
             } else {  // FP32 2^(byte - 127), NaN for 0xFF
-              const std::uint32_t bits = want.scale == 0xFF ? 0x7fc00000u : bits_of(std::ldexp(1.0f, want.scale - 127));
+              const std::uint32_t bits = want.scale == 0xFF ? kCanonicalNanBits : bits_of(std::ldexp(1.0f, want.scale - 127));
               RC_ASSERT(u32_at(a, scales + 4 * t) == bits);
             }
             RC_ASSERT(!finite || want.scale != 0xFF);  // no NaN scale from finite input
@@ -338,7 +338,7 @@ void register_quantize_properties() {
         {"single 450: scale 2, 225 -> 224", 450.0f, 0.0f, 0x40000000u, 0x76, 0x00},
         {"single -2^-5: the 1e-4 floor wins, scale 2^-13, -256", -0.03125f, 0.0f, 0x39000000u, 0xF8, 0x00},
         {"NaN element: scale 2^ceil(log2(1/448)) = 2^-8 from the rest, code 0x7F", NAN, 1.0f, 0x3b800000u, 0x7F, 0x78},
-        {"inf element: NaN scale, every code 0x7F", INFINITY, 1.0f, 0x7fc00000u, 0x7F, 0x7F},
+        {"inf element: NaN scale, every code 0x7F", INFINITY, 1.0f, kCanonicalNanBits, 0x7F, 0x7F},
     };
     for (const MlaLayoutId id : {MlaLayoutId::fp8_nope_block_scale_bf16_rope, MlaLayoutId::model1_fp8_sparse}) {
       const MlaCacheShape c{id, 1, 1};
@@ -351,17 +351,17 @@ void register_quantize_properties() {
         }
         const std::int64_t slot = 0;
         Bytes cache(static_cast<std::size_t>(c.bytes()), 0xA5);
-        const std::string e = kernels::mla_quantize_cpu(c, x.data(), &slot, 1, cache.data());
-        bool ok = e.empty();
+        const kvq::Status e = kernels::mla_quantize_cpu(c, x.data(), &slot, 1, cache.data());
+        bool ok = e.ok();
         const std::size_t scales = static_cast<std::size_t>(c.part(0, MlaPart::tile_scales));
         for (int t = 0; ok && t < l.tiles(); ++t) {
           const std::uint32_t s = id == MlaLayoutId::model1_fp8_sparse
-                                      ? (cache[scales + t] == 0xFF ? 0x7fc00000u : bits_of(std::ldexp(1.0f, cache[scales + t] - 127)))
+                                      ? (cache[scales + t] == 0xFF ? kCanonicalNanBits : bits_of(std::ldexp(1.0f, cache[scales + t] - 127)))
                                       : u32_at(cache, scales + 4 * t);
           ok = s == k.scale_bits && cache[static_cast<std::size_t>(t * l.tile)] == k.code0;
           for (int i = 1; ok && i < l.tile; ++i) ok = cache[static_cast<std::size_t>(t * l.tile + i)] == k.code_rest;
         }
-        if (ok) tally.pass(); else tally.fail(std::string(l.name) + ": " + k.what + (e.empty() ? "" : ": " + e));
+        if (ok) tally.pass(); else tally.fail(std::string(l.name) + ": " + k.what + (e.ok() ? "" : ": " + e.message()));
       }
     }
     return tally.outcome(ctx);
@@ -389,7 +389,7 @@ rc::Gen<float> gen_factor() {
   return rc::gen::weightedOneOf<float>({
       {4, rc::gen::map(rc::gen::inRange(-30, 10), [](int k) { return std::ldexp(1.0f / 6.0f, k); })},
       {4, rc::gen::map(rc::gen::inRange(0, 0x7f800000), [](int b) { return float_from_bits(static_cast<std::uint32_t>(b)); })},
-      {1, rc::gen::element(0.0f, INFINITY, 0x1p-149f, 3.4028235e38f)}});
+      {1, rc::gen::element(0.0f, INFINITY, 0x1p-149f, kFp32Max)}});
 }
 
 rc::Gen<WorkspaceProblem> gen_workspace(int max_blocks, int max_batch) {
@@ -424,9 +424,9 @@ struct WorkspaceOut {
 WorkspaceOut workspace_cpu(const WorkspaceProblem& p, std::uint8_t poison) {
   WorkspaceOut o{Bytes(static_cast<std::size_t>(p.w.workspace_bytes()) + kGuard, poison),
                  Bytes(static_cast<std::size_t>(p.w.workspace_bytes()) + kGuard, poison)};
-  const std::string e = kernels::nvfp4_paged_to_workspace_cpu(p.w, p.cache.data(), p.tables.data(), p.cu.data(), p.factor_k,
+  const kvq::Status e = kernels::nvfp4_paged_to_workspace_cpu(p.w, p.cache.data(), p.tables.data(), p.cu.data(), p.factor_k,
                                                               p.factor_v, o.k.data(), o.v.data());
-  if (!e.empty()) throw std::runtime_error(e);
+  if (!e.ok()) throw std::runtime_error(e.message());
   return o;
 }
 
@@ -522,13 +522,13 @@ void register_workspace_properties() {
         }
         cache[static_cast<std::size_t>(g.scale_offset(0, 0, 0, 0))] = static_cast<std::uint8_t>(scale);
         Bytes k(16), v(16);
-        const std::string e = kernels::nvfp4_paged_to_workspace_cpu(w, cache.data(), table, cu, factor, factor, k.data(), v.data());
+        const kvq::Status e = kernels::nvfp4_paged_to_workspace_cpu(w, cache.data(), table, cu, factor, factor, k.data(), v.data());
         for (int code = 0; code < 16; ++code) {
           const std::uint8_t want = oracle::recipe_requantize_e4m3(r, static_cast<std::uint8_t>(scale), static_cast<std::uint8_t>(code), factor);
-          if (e.empty() && k[static_cast<std::size_t>(code)] == want) {
+          if (e.ok() && k[static_cast<std::size_t>(code)] == want) {
             tally.pass();
           } else {
-            tally.fail("scale " + hex_code(kE4M3FN, scale) + " code " + hex_code(kE2M1, code) + ": " + e);
+            tally.fail("scale " + hex_code(kE4M3FN, scale) + " code " + hex_code(kE2M1, code) + ": " + e.message());
           }
           const std::uint8_t twice = via_bf16(r, static_cast<std::uint8_t>(scale), static_cast<std::uint8_t>(code), factor);
           if (twice != want) {
@@ -583,9 +583,9 @@ void register_layout_properties() {
   });
   add_property("mla", "validation-errors-name-the-argument", Device::cpu, [](const RunContext& ctx) {
     Tally tally;
-    const auto expect = [&](const std::string& e, const char* word) {
-      const bool ok = *word ? e.find(word) != std::string::npos : e.empty();
-      if (ok) tally.pass(); else tally.fail("expected '" + std::string(word) + "', got '" + e + "'");
+    const auto expect = [&](const kvq::Status& e, const char* word) {
+      const bool ok = *word ? e.message().find(word) != std::string::npos : e.ok();
+      if (ok) tally.pass(); else tally.fail("expected '" + std::string(word) + "', got '" + e.message() + "'");
     };
     Bytes sink(4096, 0xA5);
     std::vector<std::uint16_t> x(2 * 576, 0);
@@ -644,75 +644,69 @@ class DeviceBuffer {
  public:
   explicit DeviceBuffer(const void* host, std::size_t bytes) : bytes_(bytes) {
     error_ = kernels::device::allocate(&p_, bytes);
-    if (error_.empty() && bytes) error_ = kernels::device::upload(p_, host, bytes);
+    if (error_.ok() && bytes) error_ = kernels::device::upload(p_, host, bytes);
   }
   ~DeviceBuffer() { kernels::device::release(p_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   template <typename T>
   T* as() const { return static_cast<T*>(p_); }
-  std::string error() const { return error_; }
-  std::string download(void* host) const { return kernels::device::download(host, p_, bytes_); }
+  kvq::Status error() const { return error_; }
+  kvq::Status download(void* host) const { return kernels::device::download(host, p_, bytes_); }
 
  private:
   void* p_ = nullptr;
   std::size_t bytes_;
-  std::string error_;
+  kvq::Status error_;
 };
 
-std::string first_error(std::initializer_list<std::string> errors) {
-  for (const auto& e : errors)
-    if (!e.empty()) return e;
-  return {};
-}
-
 // Each kernel on the device, its output buffer starting as `poison` bytes (guard included).
-std::string requant_gpu(const RequantProblem& p, KScale mode, std::uint8_t poison, Bytes* got) {
+kvq::Status requant_gpu(const RequantProblem& p, KScale mode, std::uint8_t poison, Bytes* got) {
   got->assign(static_cast<std::size_t>(p.num_blocks * p.block_size * 656) + kGuard, poison);
   DeviceBuffer src(p.src.data(), p.src.size()), dst(got->data(), got->size());
-  std::string e = first_error({src.error(), dst.error()});
-  if (e.empty())
+  kvq::Status e = kvq::first_error({src.error(), dst.error()});
+  if (e.ok())
     e = kernels::device::mla_requantize_576_to_656(p.num_blocks, p.block_size, src.as<std::uint8_t>(), p.k_scale, mode,
                                                    dst.as<std::uint8_t>(), nullptr);
-  return e.empty() ? first_error({kernels::device::synchronize(), dst.download(got->data())}) : e;
+  return e.ok() ? kvq::first_error({kernels::device::synchronize(), dst.download(got->data())}) : e;
 }
 
-std::string quant_gpu(const QuantProblem& p, std::uint8_t poison, Bytes* got) {
+kvq::Status quant_gpu(const QuantProblem& p, std::uint8_t poison, Bytes* got) {
   got->assign(static_cast<std::size_t>(p.cache.bytes()) + kGuard, poison);
   DeviceBuffer x(p.x.data(), p.x.size() * 2), slots(p.slots.data(), p.slots.size() * 8), cache(got->data(), got->size());
-  std::string e = first_error({x.error(), slots.error(), cache.error()});
-  if (e.empty())
+  kvq::Status e = kvq::first_error({x.error(), slots.error(), cache.error()});
+  if (e.ok())
     e = kernels::device::mla_quantize(p.cache, x.as<std::uint16_t>(), slots.as<std::int64_t>(), p.tokens,
                                       cache.as<std::uint8_t>(), nullptr);
-  return e.empty() ? first_error({kernels::device::synchronize(), cache.download(got->data())}) : e;
+  return e.ok() ? kvq::first_error({kernels::device::synchronize(), cache.download(got->data())}) : e;
 }
 
-std::string dequant_gpu(const MlaCacheShape& c, const Bytes& cache, float k_scale, DType t, Bytes* got) {
+kvq::Status dequant_gpu(const MlaCacheShape& c, const Bytes& cache, float k_scale, DType t, Bytes* got) {
   got->assign(static_cast<std::size_t>(c.slots() * c.desc().dims() * kernels::bytes_of(t)) + kGuard, 0x5A);
   DeviceBuffer in(cache.data(), cache.size()), y(got->data(), got->size());
-  std::string e = first_error({in.error(), y.error()});
-  if (e.empty()) e = kernels::device::mla_dequantize(c, in.as<std::uint8_t>(), k_scale, t, y.as<void>(), nullptr);
-  return e.empty() ? first_error({kernels::device::synchronize(), y.download(got->data())}) : e;
+  kvq::Status e = kvq::first_error({in.error(), y.error()});
+  if (e.ok()) e = kernels::device::mla_dequantize(c, in.as<std::uint8_t>(), k_scale, t, y.as<void>(), nullptr);
+  return e.ok() ? kvq::first_error({kernels::device::synchronize(), y.download(got->data())}) : e;
 }
 
 Bytes dequant_cpu(const MlaCacheShape& c, const Bytes& cache, float k_scale, DType t) {
   Bytes want(static_cast<std::size_t>(c.slots() * c.desc().dims() * kernels::bytes_of(t)) + kGuard, 0x5A);
-  const std::string e = kernels::mla_dequantize_cpu(c, cache.data(), k_scale, t, want.data());
-  if (!e.empty()) throw std::runtime_error(e);
+  const kvq::Status e = kernels::mla_dequantize_cpu(c, cache.data(), k_scale, t, want.data());
+  if (!e.ok()) throw std::runtime_error(e.message());
   return want;
 }
 
-std::string workspace_gpu(const WorkspaceProblem& p, std::uint8_t poison, WorkspaceOut* got) {
+kvq::Status workspace_gpu(const WorkspaceProblem& p, std::uint8_t poison, WorkspaceOut* got) {
   const std::size_t bytes = static_cast<std::size_t>(p.w.workspace_bytes()) + kGuard;
   *got = WorkspaceOut{Bytes(bytes, poison), Bytes(bytes, poison)};
   DeviceBuffer cache(p.cache.data(), p.cache.size()), tables(p.tables.data(), p.tables.size() * 4),
       cu(p.cu.data(), p.cu.size() * 4), k(got->k.data(), got->k.size()), v(got->v.data(), got->v.size());
-  std::string e = first_error({cache.error(), tables.error(), cu.error(), k.error(), v.error()});
-  if (e.empty())
+  kvq::Status e = kvq::first_error({cache.error(), tables.error(), cu.error(), k.error(), v.error()});
+  if (e.ok())
     e = kernels::device::nvfp4_paged_to_workspace(p.w, cache.as<std::uint8_t>(), tables.as<std::int32_t>(),
                                                   cu.as<std::int32_t>(), p.factor_k, p.factor_v, k.as<std::uint8_t>(),
                                                   v.as<std::uint8_t>(), nullptr);
-  return e.empty() ? first_error({kernels::device::synchronize(), k.download(got->k.data()), v.download(got->v.data())}) : e;
+  return e.ok() ? kvq::first_error({kernels::device::synchronize(), k.download(got->k.data()), v.download(got->v.data())}) : e;
 }
 
 template <typename Body>
@@ -743,14 +737,14 @@ void register_gpu_properties() {
       const RequantProblem p = *gen_requant(40, gen_k_scale(false));
       for (const std::uint8_t poison : kPoisons) {
         Bytes got;
-        RC_ASSERT(requant_gpu(p, mode, poison, &got).empty());
+        RC_ASSERT(requant_gpu(p, mode, poison, &got).ok());
         RC_ASSERT(got == requant_cpu(p, mode, poison));
       }
     });
     add_gpu_large(base, [mode](std::uint32_t seed) -> std::string {
       const RequantProblem p{2048, 64, random_bytes(2048 * 64 * 576, seed), 0.375f};  // 655,360 pieces
       Bytes got;
-      const std::string e = requant_gpu(p, mode, 0xFF, &got);
+      const std::string e = requant_gpu(p, mode, 0xFF, &got).message();
       return !e.empty() ? e : (got == requant_cpu(p, mode, 0xFF) ? "" : "2048-block cache differs from the CPU twin");
     });
   }
@@ -760,7 +754,7 @@ void register_gpu_properties() {
       const QuantProblem p = *gen_quant(layout, 40);
       for (const std::uint8_t poison : kPoisons) {
         Bytes got;
-        RC_ASSERT(quant_gpu(p, poison, &got).empty());
+        RC_ASSERT(quant_gpu(p, poison, &got).ok());
         RC_ASSERT(got == quant_cpu(p, poison));
       }
     });
@@ -771,7 +765,7 @@ void register_gpu_properties() {
       for (std::int64_t i = 0; i < p.tokens; ++i) p.slots.push_back(i % 7 == 3 ? -1 : p.tokens - 1 - i);
       p.x = make_tokens(p.tokens * p.cache.desc().dims(), seed);
       Bytes got;
-      const std::string e = quant_gpu(p, 0xFF, &got);
+      const std::string e = quant_gpu(p, 0xFF, &got).message();
       return !e.empty() ? e : (got == quant_cpu(p, 0xFF) ? "" : "2^17-token cache differs from the CPU twin");
     });
   }
@@ -783,14 +777,14 @@ void register_gpu_properties() {
       const DType t = *rc::gen::element(DType::fp32, DType::bf16, DType::fp16);
       const float k_scale = *gen_k_scale(false);
       Bytes got;
-      RC_ASSERT(dequant_gpu(c, cache, k_scale, t, &got).empty());
+      RC_ASSERT(dequant_gpu(c, cache, k_scale, t, &got).ok());
       RC_ASSERT(got == dequant_cpu(c, cache, k_scale, t));
     });
     add_gpu_large(base, [layout](std::uint32_t seed) -> std::string {
       const MlaCacheShape c{layout, 1024, 64};  // 65,536 tokens x 8 or 9 pieces
       const Bytes cache = random_bytes(static_cast<std::size_t>(c.bytes()), seed);
       Bytes got;
-      const std::string e = dequant_gpu(c, cache, 0.375f, DType::bf16, &got);
+      const std::string e = dequant_gpu(c, cache, 0.375f, DType::bf16, &got).message();
       return !e.empty() ? e : (got == dequant_cpu(c, cache, 0.375f, DType::bf16) ? "" : "1024-block cache differs from the CPU twin");
     });
   }
@@ -798,7 +792,7 @@ void register_gpu_properties() {
     const WorkspaceProblem p = *gen_workspace(64, 16);
     for (const std::uint8_t poison : kPoisons) {
       WorkspaceOut got;
-      RC_ASSERT(workspace_gpu(p, poison, &got).empty());
+      RC_ASSERT(workspace_gpu(p, poison, &got).ok());
       const WorkspaceOut want = workspace_cpu(p, poison);
       RC_ASSERT(got.k == want.k);
       RC_ASSERT(got.v == want.v);
@@ -816,7 +810,7 @@ void register_gpu_properties() {
       if (slot >= 0 && slot < p.cache.slots())
         kernels::mla_quantize_token(p.cache, p.x.data(), i, want.data(), slot);
     }
-    RC_ASSERT(quant_gpu(p, 0xFF, &got).empty());
+    RC_ASSERT(quant_gpu(p, 0xFF, &got).ok());
     RC_ASSERT(got == want);
   });
   add_gpu("workspace-nvfp4-paged/bad-pages-and-rows-stay-in-bounds", 10, [] {
@@ -828,7 +822,7 @@ void register_gpu_properties() {
     for (std::int64_t item = 0; item < p.w.items(); ++item)
       kernels::nvfp4_page_to_workspace_item(p.w, p.cache.data(), p.tables.data(), p.cu.data(), p.factor_k, p.factor_v,
                                             want.k.data(), want.v.data(), item);
-    RC_ASSERT(workspace_gpu(p, 0xFF, &got).empty());
+    RC_ASSERT(workspace_gpu(p, 0xFF, &got).ok());
     RC_ASSERT(got.k == want.k);
     RC_ASSERT(got.v == want.v);
   });
@@ -843,7 +837,7 @@ void register_gpu_properties() {
     p.factor_k = 1.0f / 6.0f;
     p.factor_v = 0.3f;
     WorkspaceOut got;
-    const std::string e = workspace_gpu(p, 0xFF, &got);
+    const std::string e = workspace_gpu(p, 0xFF, &got).message();
     if (!e.empty()) return e;
     const WorkspaceOut want = workspace_cpu(p, 0xFF);
     return got.k == want.k && got.v == want.v ? "" : "8-request workspace differs from the CPU twin";

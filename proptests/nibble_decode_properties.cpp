@@ -81,14 +81,14 @@ CodeTensor every_byte_code_and_scale(const Recipe& r) {
 std::vector<float> tensor_scales(const Recipe& r) {
   if (r.scale == BlockScale::e8m0_pow2) return {1.0f, NAN};
   return {0.0f,    -0.0f,      0x1p-149f, 0x1.8p-140f, 1.0f / 2688.0f, 1.0f,      -0.3f,
-          0x1.fffffep117f, 0x1p118f, 3.4028235e38f, INFINITY,       -INFINITY, NAN};
+          0x1.fffffep117f, 0x1p118f, kFp32Max, INFINITY,       -INFINITY, NAN};
 }
 
 // Workspace factors (NaN is rejected): zero, subnormal, ordinary, the two-level bound, the largest
 // finite, inf.
 std::vector<float> workspace_factors() {
   return {0.0f, -0.0f, 0x1p-149f, 0x1.8p-140f, 1.0f / 6.0f, 1.0f, -0.37f, 3.1e5f, 0x1.fffffep117f, 0x1p118f,
-          3.4028235e38f, INFINITY, -INFINITY};
+          kFp32Max, INFINITY, -INFINITY};
 }
 
 // The recipes whose dequantize differs: element format x scale kind x block (fixed kernels and
@@ -145,8 +145,8 @@ Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d
   Tally tally;
   std::vector<std::uint8_t> y(s.rows * s.cols * bytes), want(bytes);
   for (const float g : tensor_scales(r)) {
-    const std::string e = kernels::dequantize_cpu(s, t.codes.data(), t.scales.data(), g, d, y.data());
-    if (!e.empty()) throw std::runtime_error(e);
+    const kvq::Status e = kernels::dequantize_cpu(s, t.codes.data(), t.scales.data(), g, d, y.data());
+    if (!e.ok()) throw std::runtime_error(e.message());
     for (std::int64_t row = 0; row < s.rows; ++row) {
       for (std::int64_t j = 0; j < s.cols; ++j) {
         const std::uint8_t code = kernels::code_at(s, t.codes.data() + row * s.code_bytes_per_row(), j);
@@ -181,20 +181,20 @@ Outcome device_vs_twin(const RunContext& ctx, const CodeTensor& t, int bytes, co
   const std::size_t out_bytes = static_cast<std::size_t>(s.rows * s.cols) * bytes;
   Tally tally;
   void *codes = nullptr, *scales = nullptr, *y = nullptr;
-  std::string e = kernels::device::allocate(&codes, t.codes.size());
-  if (e.empty()) e = kernels::device::allocate(&scales, t.scales.size() + 1);
-  if (e.empty()) e = kernels::device::allocate(&y, out_bytes);
-  if (e.empty()) e = kernels::device::upload(codes, t.codes.data(), t.codes.size());
-  if (e.empty()) e = kernels::device::upload(scales, t.scales.data(), t.scales.size());
+  kvq::Status e = kernels::device::allocate(&codes, t.codes.size());
+  if (e.ok()) e = kernels::device::allocate(&scales, t.scales.size() + 1);
+  if (e.ok()) e = kernels::device::allocate(&y, out_bytes);
+  if (e.ok()) e = kernels::device::upload(codes, t.codes.data(), t.codes.size());
+  if (e.ok()) e = kernels::device::upload(scales, t.scales.data(), t.scales.size());
   for (const float value : values) {
     std::vector<std::uint8_t> want(out_bytes), got(out_bytes);
-    if (e.empty()) e = twin(value, want.data());
-    if (e.empty()) e = kernels::device::fill(y, 0xA5, out_bytes);
-    if (e.empty())
+    if (e.ok()) e = twin(value, want.data());
+    if (e.ok()) e = kernels::device::fill(y, 0xA5, out_bytes);
+    if (e.ok())
       e = launch(value, static_cast<const std::uint8_t*>(codes), static_cast<const std::uint8_t*>(scales), y);
-    if (e.empty()) e = kernels::device::synchronize();
-    if (e.empty()) e = kernels::device::download(got.data(), y, out_bytes);
-    if (!e.empty()) break;
+    if (e.ok()) e = kernels::device::synchronize();
+    if (e.ok()) e = kernels::device::download(got.data(), y, out_bytes);
+    if (!e.ok()) break;
     for (std::size_t i = 0; i < out_bytes; i += bytes) {
       if (std::memcmp(&got[i], &want[i], bytes) == 0) {
         tally.pass();
@@ -206,7 +206,7 @@ Outcome device_vs_twin(const RunContext& ctx, const CodeTensor& t, int bytes, co
     }
   }
   for (void* p : {codes, scales, y}) kernels::device::release(p);
-  if (!e.empty()) throw std::runtime_error(e);
+  if (!e.ok()) throw std::runtime_error(e.message());
   return tally.outcome(ctx);
 }
 
@@ -226,8 +226,8 @@ Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r)
   Tally tally;
   std::vector<std::uint8_t> out(s.rows * s.cols);
   for (const float factor : workspace_factors()) {
-    const std::string e = kernels::requantize_e4m3_cpu(s, t.codes.data(), t.scales.data(), factor, out.data());
-    if (!e.empty()) throw std::runtime_error(e);
+    const kvq::Status e = kernels::requantize_e4m3_cpu(s, t.codes.data(), t.scales.data(), factor, out.data());
+    if (!e.ok()) throw std::runtime_error(e.message());
     for (std::int64_t row = 0; row < s.rows; ++row) {
       for (std::int64_t j = 0; j < s.cols; ++j) {
         const std::uint8_t code = kernels::code_at(s, t.codes.data() + row * s.code_bytes_per_row(), j);
@@ -273,7 +273,7 @@ Outcome round_to_odd_model(const RunContext& ctx) {
   for (std::uint32_t high = 0; high < 0x10000u; ++high) {
     for (const std::uint32_t low : {0x0000u, 0x0001u, 0x5555u, 0xaaabu, 0xffffu}) {
       const float x = float_from_bits(high << 16 | low);
-      if (!(std::fabs(x) <= 3.4028235e38f)) continue;
+      if (!(std::fabs(x) <= kFp32Max)) continue;
       for (const float b : {3.0f, -0x1.555556p0f}) {
         const double exact = static_cast<double>(x) * b;
         const float odd = float_from_bits(round_to_odd_bits(bits_of(toward_zero(exact)), bits_of(magnitude_up(exact))));

@@ -51,13 +51,13 @@ rc::Gen<PackedCase> gen_case(const Recipe& r, int n) {
         {1, rc::gen::just(V(static_cast<std::size_t>(n), 0.0f))},
     });
     if (*rc::gen::inRange(0, 8) == 0)  // NaN, inf or FP32 max somewhere
-      x[*rc::gen::inRange(0, n)] = *rc::gen::element(NAN, -NAN, INFINITY, -INFINITY, 3.4028235e38f, -0.0f);
+      x[*rc::gen::inRange(0, n)] = *rc::gen::element(NAN, -NAN, INFINITY, -INFINITY, kFp32Max, -0.0f);
     float amax = 0.0f;
     for (const float v : x) amax = std::fabs(v) > amax ? std::fabs(v) : amax;
     const float g = *rc::gen::weightedOneOf<float>({
         {4, rc::gen::just(tensor_scale(r, amax))},
         {3, rc::gen::map(rc::gen::inRange(-12, 4), [e](int k) { return std::ldexp(1.0f, e + k); })},
-        {1, rc::gen::element(0.0f, 0x1p-149f, 0x1p-130f, 0x1p100f, 3.4028235e38f, INFINITY, NAN, -0x1p-3f)},
+        {1, rc::gen::element(0.0f, 0x1p-149f, 0x1p-130f, 0x1p100f, kFp32Max, INFINITY, NAN, -0x1p-3f)},
     });
     return PackedCase{g, x};
   });
@@ -95,9 +95,12 @@ template <int kN>
 void check_packed(const Recipe& r, const PackedCase& c) {
   std::uint32_t words[kN / 8], table_words[kN / 8], expected_words[kN / 8];
   std::uint8_t codes[kN];
-  const std::uint8_t scale = quantize_block_packed<kN>(r, c.g, c.x.data(), words);
   const CodeTable table = code_table(c.g);
-  const std::uint8_t table_scale = quantize_block_packed<kN>(r, global_terms(c.g, table.at), c.x.data(), table_words);
+  PackedRoute route = PackedRoute::quantize_block, table_route = PackedRoute::quantize_block;
+  const std::uint8_t scale = quantize_block_packed<kN>(r, c.g, c.x.data(), words, &route);
+  const std::uint8_t table_scale =
+      quantize_block_packed<kN>(r, global_terms(c.g, table.at), c.x.data(), table_words, nullptr, &table_route);
+  RC_TAG(name_of(route), name_of(table_route));
   const std::uint8_t expected_scale = quantize_block(r, c.g, c.x.data(), kN, codes);
   pack_codes(codes, kN, expected_words);
   RC_ASSERT(hex_code(kE4M3FN, scale) == hex_code(kE4M3FN, expected_scale));
@@ -153,7 +156,7 @@ void check_fast_plans(const Recipe& r) {
   const GlobalTerms t = global_terms(g, table.at);
   int fast = 0;
   const auto check = [&](float bmax) {
-    if (!(bmax > 0.0f && bmax <= 3.4028235e38f)) return;
+    if (!(bmax > 0.0f && bmax <= kFp32Max)) return;
     const packed_detail::FourOverSixPlans p = packed_detail::four_over_six_plans(r, t, bmax);
     if (!p.fast) return;
     ++fast;
@@ -216,13 +219,29 @@ void check_error_estimate(const Recipe& r, const PackedCase& c) {
 
 using BlockCheck = void (*)(const Recipe&, const PackedCase&);
 
+// The routes of quantize_block_packed that recipe r can take (formats/packed_quantize.hpp), each
+// of which check_packed's cases must reach: every fast form's NaN and inf blocks run
+// quantize_block; 4over6 takes its usual and its other blocks' words; the reference two-level rule
+// a lean plan (g with its table) and a divided one (g alone, or out of the lean range); the other
+// rules their plan.
+std::vector<std::string> routes_of(const Recipe& r) {
+  if (!has_packed_fast_form(r)) return {name_of(PackedRoute::quantize_block)};
+  if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six)
+    return {name_of(PackedRoute::four_over_six_usual), name_of(PackedRoute::four_over_six_words),
+            name_of(PackedRoute::quantize_block)};
+  if (packed_detail::reference_two_level(r))
+    return {name_of(PackedRoute::lean_plan), name_of(PackedRoute::plan), name_of(PackedRoute::quantize_block)};
+  return {name_of(PackedRoute::plan), name_of(PackedRoute::quantize_block)};
+}
+
 // A kernels-suite property: `check` (its block-16 or block-32 form) on gen_case blocks of recipe r
-// at block n.
-void add_block_property(const std::string& name, Recipe r, int n, BlockCheck check16, BlockCheck check32) {
+// at block n; required: the case tags (routes) it must reach.
+void add_block_property(const std::string& name, Recipe r, int n, BlockCheck check16, BlockCheck check32,
+                        std::vector<std::string> required = {}) {
   r.block = n;
-  add_property("kernels", name, Device::cpu, [r, n, check16, check32](const RunContext& ctx) {
+  add_property("kernels", name, Device::cpu, [r, n, check16, check32, required](const RunContext& ctx) {
     const auto cases = gen_case(r, n);
-    return check_random(ctx, [&] { (n == 16 ? check16 : check32)(r, *cases); });
+    return check_random(ctx, [&] { (n == 16 ? check16 : check32)(r, *cases); }, required);
   });
 }
 
@@ -234,7 +253,7 @@ void register_packed_quantize_properties() {
     for (const NamedRecipe& named : kRecipes)
       if (named.recipe.scale != BlockScale::tensor_only && format_of(named.recipe.element).bits() == 4)
         add_block_property("packed/" + std::string(named.name) + block + "/equals-quantize-block", named.recipe, n,
-                           check_packed<16>, check_packed<32>);
+                           check_packed<16>, check_packed<32>, routes_of(named.recipe));
   }
   for (const NamedRecipe& named : kRecipes) {
     const Recipe r = named.recipe;

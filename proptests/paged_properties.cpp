@@ -85,7 +85,7 @@ rc::Gen<float> gen_scale(float realistic) {
       {2, rc::gen::map(rc::gen::arbitrary<std::uint32_t>(), [](std::uint32_t b) {
          return float_from_bits(0x30000000u + b % 0x1e000000u);  // 2^-31 .. 2^29, any mantissa
        })},
-      {1, rc::gen::element(1.0f, 0x1p-126f, 0x1p-149f, 3.4028235e38f)}});
+      {1, rc::gen::element(1.0f, 0x1p-126f, 0x1p-149f, kFp32Max)}});
 }
 
 struct Limits {
@@ -165,8 +165,8 @@ kernels::PagedStoreArgs args_for(const PagedProblem& p, Caches* c, const std::in
 
 Caches run_twin(const PagedProblem& p, std::uint8_t poison) {
   Caches c = poisoned(p.shape.layout, poison);
-  const std::string e = kernels::paged_store_cpu(p.shape, p.scales, args_for(p, &c, p.slots.data()));
-  if (!e.empty()) throw std::runtime_error(e);
+  const kvq::Status e = kernels::paged_store_cpu(p.shape, p.scales, args_for(p, &c, p.slots.data()));
+  if (!e.ok()) throw std::runtime_error(e.message());
   return c;
 }
 
@@ -551,14 +551,14 @@ void register_error_properties() {
                           kPoisonA);
       kernels::PagedStoreArgs a = args_for(p, &c, p.slots.data());
       if (edit) edit(a);
-      const std::string e = kernels::paged_store_cpu(p.shape, p.scales, a);
+      const kvq::Status e = kernels::paged_store_cpu(p.shape, p.scales, a);
       const auto untouched = [](const std::vector<std::uint8_t>& v) {
         return std::all_of(v.begin(), v.end(), [](std::uint8_t b) { return b == kPoisonA; });
       };
-      if (e.find(word) == std::string::npos)
-        tally.fail("expected an error naming '" + std::string(word) + "', got '" + e + "'");
+      if (e.message().find(word) == std::string::npos)
+        tally.fail("expected an error naming '" + std::string(word) + "', got '" + e.message() + "'");
       else if (!untouched(c.k) || !untouched(c.v))
-        tally.fail("'" + e + "' but the cache was written");
+        tally.fail("'" + e.message() + "' but the cache was written");
       else
         tally.pass();
     };
@@ -624,8 +624,8 @@ void register_error_properties() {
     // No tokens: valid, nothing written, no pointer needed.
     p = small_problem("nvfp4", PagedFormat::nvfp4);
     p.shape.tokens = 0;
-    const std::string none = kernels::paged_store_cpu(p.shape, p.scales, kernels::PagedStoreArgs{});
-    if (none.empty()) tally.pass(); else tally.fail("empty store rejected: " + none);
+    const kvq::Status none = kernels::paged_store_cpu(p.shape, p.scales, kernels::PagedStoreArgs{});
+    if (none.ok()) tally.pass(); else tally.fail("empty store rejected: " + none.message());
     return tally.outcome(ctx);
   });
 }
@@ -637,26 +637,26 @@ std::string run_device(const PagedProblem& p, std::uint8_t poison, bool check_sl
   *out = poisoned(p.shape.layout, poison);
   void *key = nullptr, *value = nullptr, *slots = nullptr, *k = nullptr, *v = nullptr;
   const std::size_t slot_bytes = p.slots.size() * sizeof(std::int64_t);
-  std::string e = kernels::device::allocate(&key, p.key.size());
-  if (e.empty()) e = kernels::device::allocate(&value, p.value.size());
-  if (e.empty()) e = kernels::device::allocate(&slots, slot_bytes);
-  if (e.empty()) e = kernels::device::allocate(&k, out->k.size());
-  if (e.empty() && !out->v.empty()) e = kernels::device::allocate(&v, out->v.size());
-  if (e.empty()) e = kernels::device::upload(key, p.key.data(), p.key.size());
-  if (e.empty()) e = kernels::device::upload(value, p.value.data(), p.value.size());
-  if (e.empty()) e = kernels::device::upload(slots, p.slots.data(), slot_bytes);
-  if (e.empty()) e = kernels::device::upload(k, out->k.data(), out->k.size());
-  if (e.empty() && v) e = kernels::device::upload(v, out->v.data(), out->v.size());
+  kvq::Status e = kernels::device::allocate(&key, p.key.size());
+  if (e.ok()) e = kernels::device::allocate(&value, p.value.size());
+  if (e.ok()) e = kernels::device::allocate(&slots, slot_bytes);
+  if (e.ok()) e = kernels::device::allocate(&k, out->k.size());
+  if (e.ok() && !out->v.empty()) e = kernels::device::allocate(&v, out->v.size());
+  if (e.ok()) e = kernels::device::upload(key, p.key.data(), p.key.size());
+  if (e.ok()) e = kernels::device::upload(value, p.value.data(), p.value.size());
+  if (e.ok()) e = kernels::device::upload(slots, p.slots.data(), slot_bytes);
+  if (e.ok()) e = kernels::device::upload(k, out->k.data(), out->k.size());
+  if (e.ok() && v) e = kernels::device::upload(v, out->v.data(), out->v.size());
   kernels::PagedStoreShape shape = p.shape;
   shape.check_slots = check_slots;
   const kernels::PagedStoreArgs a{key, value, static_cast<const std::int64_t*>(slots), static_cast<std::uint8_t*>(k),
                                   static_cast<std::uint8_t*>(v)};
-  if (e.empty()) e = kernels::device::paged_store(shape, p.scales, a, nullptr);
-  if (e.empty()) e = kernels::device::synchronize();
-  if (e.empty()) e = kernels::device::download(out->k.data(), k, out->k.size());
-  if (e.empty() && v) e = kernels::device::download(out->v.data(), v, out->v.size());
+  if (e.ok()) e = kernels::device::paged_store(shape, p.scales, a, nullptr);
+  if (e.ok()) e = kernels::device::synchronize();
+  if (e.ok()) e = kernels::device::download(out->k.data(), k, out->k.size());
+  if (e.ok() && v) e = kernels::device::download(out->v.data(), v, out->v.size());
   for (void* ptr : {key, value, slots, k, v}) kernels::device::release(ptr);
-  return e;
+  return e.message();
 }
 
 // A serving-sized store (run_large): `tokens` tokens of [heads, D 128] in blocks of 16, shuffled

@@ -70,7 +70,7 @@ rc::Gen<std::vector<float>> gen_block(int n, bool specials) {
   if (!specials) return ordinary;
   const rc::Gen<V> with_special = rc::gen::exec([=] {  // NaN, inf or FP32 max among ordinary values
     V v = *scaled(-5, 5);
-    v[*rc::gen::inRange(0, n)] = *rc::gen::element(NAN, -NAN, INFINITY, -INFINITY, 3.4028235e38f, -3.4028235e38f);
+    v[*rc::gen::inRange(0, n)] = *rc::gen::element(NAN, -NAN, INFINITY, -INFINITY, kFp32Max, -kFp32Max);
     return v;
   });
   return rc::gen::weightedOneOf<V>({{6, ordinary}, {1, with_special}});

@@ -222,15 +222,15 @@ void require(const std::string& e) {
 
 RopeOutputs run_fused_cpu(const RopeProblem& p, std::uint8_t poison) {
   RopeOutputs o = poisoned(p.s, p.s.cache_slots(), poison);
-  require(kernels::rope_append_cpu(p.s, inputs_of(p), q_views(o), kv_views(o), table_of(p)));
+  require(kernels::rope_append_cpu(p.s, inputs_of(p), q_views(o), kv_views(o), table_of(p)).message());
   return o;
 }
 
 RopeOutputs run_unfused_cpu(const RopeProblem& p, std::uint8_t poison) {
   RopeOutputs o = poisoned(p.s, p.s.cache_slots(), poison);
   RopeOutputs mid = poisoned(p.s, p.s.tokens, poison);
-  require(kernels::rope_quantize_cpu(p.s, inputs_of(p), q_views(o), kv_views(mid), p.batch_indices.data()));
-  require(kernels::append_paged_cpu(p.s, kv_views(mid), kv_views(o), table_of(p)));
+  require(kernels::rope_quantize_cpu(p.s, inputs_of(p), q_views(o), kv_views(mid), p.batch_indices.data()).message());
+  require(kernels::append_paged_cpu(p.s, kv_views(mid), kv_views(o), table_of(p)).message());
   return o;
 }
 
@@ -452,14 +452,14 @@ class DeviceArena {  // device buffers freed together
   template <typename T>
   T* put(const std::vector<T>& host) {
     void* p = nullptr;
-    if (error.empty()) error = kernels::device::allocate(&p, host.size() * sizeof(T));
+    if (error.empty()) error = kernels::device::allocate(&p, host.size() * sizeof(T)).message();
     if (p) owned_.push_back(p);
-    if (error.empty() && !host.empty()) error = kernels::device::upload(p, host.data(), host.size() * sizeof(T));
+    if (error.empty() && !host.empty()) error = kernels::device::upload(p, host.data(), host.size() * sizeof(T)).message();
     return static_cast<T*>(p);
   }
   template <typename T>
   void get(std::vector<T>* host, const T* device) {
-    if (error.empty() && !host->empty()) error = kernels::device::download(host->data(), device, host->size() * sizeof(T));
+    if (error.empty() && !host->empty()) error = kernels::device::download(host->data(), device, host->size() * sizeof(T)).message();
   }
   std::string error;
 
@@ -500,10 +500,10 @@ std::string run_device(const RopeProblem& p, bool fused, std::uint8_t poison, Ro
   const RopeOutputs mid_host = poisoned(p.s, p.s.tokens, poison);
   const DeviceOutputs mid = put_outputs(a, mid_host);
   std::string e = a.error;
-  if (e.empty() && fused) e = kernels::device::rope_append(p.s, in, d.q, d.kv, t, nullptr);
-  if (e.empty() && !fused) e = kernels::device::rope_quantize(p.s, in, d.q, mid.kv, t.batch_indices, nullptr);
-  if (e.empty() && !fused) e = kernels::device::append_paged(p.s, mid.kv, d.kv, t, nullptr);
-  if (e.empty()) e = kernels::device::synchronize();
+  if (e.empty() && fused) e = kernels::device::rope_append(p.s, in, d.q, d.kv, t, nullptr).message();
+  if (e.empty() && !fused) e = kernels::device::rope_quantize(p.s, in, d.q, mid.kv, t.batch_indices, nullptr).message();
+  if (e.empty() && !fused) e = kernels::device::append_paged(p.s, mid.kv, d.kv, t, nullptr).message();
+  if (e.empty()) e = kernels::device::synchronize().message();
   if (e.empty()) get_outputs(a, d, out);
   return e.empty() ? a.error : e;
 }
@@ -660,22 +660,22 @@ void register_rope_properties() {
       RopeProblem p = good;
       spoil(p);
       RopeOutputs fused = untouched, unfused = untouched, mid = poisoned(p.s, p.s.tokens, 0xEE);
-      const std::string e = kernels::rope_append_cpu(p.s, inputs_of(p), q_views(fused), kv_views(fused), table_of(p));
-      std::string e2 = kernels::rope_quantize_cpu(p.s, inputs_of(p), q_views(unfused), kv_views(mid), p.batch_indices.data());
-      if (e2.empty()) e2 = kernels::append_paged_cpu(p.s, kv_views(mid), kv_views(unfused), table_of(p));
-      const bool named = e.find(word) != std::string::npos && e2.find(word) != std::string::npos;
+      const kvq::Status e = kernels::rope_append_cpu(p.s, inputs_of(p), q_views(fused), kv_views(fused), table_of(p));
+      std::string e2 = kernels::rope_quantize_cpu(p.s, inputs_of(p), q_views(unfused), kv_views(mid), p.batch_indices.data()).message();
+      if (e2.empty()) e2 = kernels::append_paged_cpu(p.s, kv_views(mid), kv_views(unfused), table_of(p)).message();
+      const bool named = e.message().find(word) != std::string::npos && e2.find(word) != std::string::npos;
       unfused.q_rope = untouched.q_rope;  // (a) may have run: only (b)'s cache must be untouched
       unfused.q_nope = untouched.q_nope;
       if (named && fused == untouched && unfused == untouched) {
         tally.pass();
       } else {
-        tally.fail(std::string(what) + ": expected errors naming '" + word + "' and no write, got '" + e + "' / '" + e2 + "'");
+        tally.fail(std::string(what) + ": expected errors naming '" + word + "' and no write, got '" + e.message() + "' / '" + e2 + "'");
       }
     };
     {
       RopeOutputs o = untouched;
-      const std::string e = kernels::rope_append_cpu(good.s, inputs_of(good), q_views(o), kv_views(o), table_of(good));
-      if (e.empty() && o != untouched) tally.pass(); else tally.fail("the valid problem was rejected: " + e);
+      const kvq::Status e = kernels::rope_append_cpu(good.s, inputs_of(good), q_views(o), kv_views(o), table_of(good));
+      if (e.ok() && o != untouched) tally.pass(); else tally.fail("the valid problem was rejected: " + e.message());
     }
     expect("indptr not monotonic", [](RopeProblem& p) { p.indptr = {0, 4, 3}; }, "non-decreasing");
     expect("indptr last", [](RopeProblem& p) { p.indptr[2] = 2; }, "kv_indptr[batch]");
@@ -703,14 +703,14 @@ void register_rope_properties() {
       RopeProblem p = good;
       spoil(p);
       RopeOutputs fused = untouched, unfused = untouched, mid = poisoned(p.s, p.s.tokens, 0xEE);
-      const std::string e = kernels::rope_append_cpu(p.s, inputs_of(p), q_views(fused), kv_views(fused), table_of(p));
+      const kvq::Status e = kernels::rope_append_cpu(p.s, inputs_of(p), q_views(fused), kv_views(fused), table_of(p));
       const std::string e2 =
-          kernels::rope_quantize_cpu(p.s, inputs_of(p), q_views(unfused), kv_views(mid), p.batch_indices.data());
-      if (e.find(word) != std::string::npos && e2.find(word) != std::string::npos && fused == untouched &&
+          kernels::rope_quantize_cpu(p.s, inputs_of(p), q_views(unfused), kv_views(mid), p.batch_indices.data()).message();
+      if (e.message().find(word) != std::string::npos && e2.find(word) != std::string::npos && fused == untouched &&
           unfused == untouched) {
         tally.pass();
       } else {
-        tally.fail(std::string(what) + ": expected errors naming '" + word + "', got '" + e + "' / '" + e2 + "'");
+        tally.fail(std::string(what) + ": expected errors naming '" + word + "', got '" + e.message() + "' / '" + e2 + "'");
       }
     };
     expect_rope("pos_id", [](RopeProblem& p) { p.pos_ids[1] = 8; }, "pos_ids[1] = 8");
@@ -724,8 +724,8 @@ void register_rope_properties() {
       p.pos_ids[2] = 1 << 30;
       p.positions[2] = -7;
       RopeOutputs o = untouched;
-      const std::string e = kernels::rope_append_cpu(p.s, inputs_of(p), q_views(o), kv_views(o), table_of(p));
-      if (e.empty()) tally.pass(); else tally.fail("padding token's pos_id/position rejected: " + e);
+      const kvq::Status e = kernels::rope_append_cpu(p.s, inputs_of(p), q_views(o), kv_views(o), table_of(p));
+      if (e.ok()) tally.pass(); else tally.fail("padding token's pos_id/position rejected: " + e.message());
     }
     return tally.outcome(ctx);
   });
@@ -762,13 +762,13 @@ void register_rope_properties() {
       for (Bytes* b : {&mid.k, &mid.v, &mid.ckv, &mid.kpe})
         for (std::uint8_t& byte : *b) byte = static_cast<std::uint8_t>(hash(p.s.tokens, k++));
       RopeOutputs want = poisoned(p.s, p.s.cache_slots(), 0x5A), got = want;
-      require(kernels::append_paged_cpu(p.s, kv_views(mid), kv_views(want), table_of(p)));
+      require(kernels::append_paged_cpu(p.s, kv_views(mid), kv_views(want), table_of(p)).message());
       DeviceArena a;
       const kernels::PageTable t{a.put(p.indptr), a.put(p.indices), a.put(p.batch_indices), a.put(p.positions)};
       const DeviceOutputs d = put_outputs(a, got), m = put_outputs(a, mid);
       std::string e = a.error;
-      if (e.empty()) e = kernels::device::append_paged(p.s, m.kv, d.kv, t, nullptr);
-      if (e.empty()) e = kernels::device::synchronize();
+      if (e.empty()) e = kernels::device::append_paged(p.s, m.kv, d.kv, t, nullptr).message();
+      if (e.empty()) e = kernels::device::synchronize().message();
       if (e.empty()) get_outputs(a, d, &got);
       RC_ASSERT((e.empty() ? a.error : e) == std::string());
       RC_ASSERT(first_difference(got, want) == std::string());
@@ -811,11 +811,11 @@ void register_rope_properties() {
     RopeProblem p = small_problem();
     p.s.rope_dim = 3;
     RopeOutputs o = poisoned(p.s, p.s.cache_slots(), 0);
-    const std::string e = kernels::device::rope_append(p.s, inputs_of(p), q_views(o), kv_views(o), table_of(p), nullptr);
-    if (e.find("rope_dim") != std::string::npos) tally.pass(); else tally.fail("rope_append: '" + e + "'");
+    const kvq::Status e = kernels::device::rope_append(p.s, inputs_of(p), q_views(o), kv_views(o), table_of(p), nullptr);
+    if (e.message().find("rope_dim") != std::string::npos) tally.pass(); else tally.fail("rope_append: '" + e.message() + "'");
     p = small_problem();
     p.scale_kv = NAN;
-    const std::string e2 = kernels::device::rope_quantize(p.s, inputs_of(p), q_views(o), kv_views(o), nullptr, nullptr);
+    const std::string e2 = kernels::device::rope_quantize(p.s, inputs_of(p), q_views(o), kv_views(o), nullptr, nullptr).message();
     if (e2.find("quant_scale_kv") != std::string::npos) tally.pass(); else tally.fail("rope_quantize: '" + e2 + "'");
     return tally.outcome(ctx);
   });

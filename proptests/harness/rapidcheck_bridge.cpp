@@ -1,5 +1,7 @@
 #include "proptests/harness/rapidcheck_bridge.hpp"
 
+#include <algorithm>
+
 #include "proptests/harness/runner.hpp"
 
 namespace kvq::props::bridge_detail {
@@ -9,7 +11,7 @@ std::unordered_map<std::string, rc::detail::Reproduce> reproduce_map(const RunCo
   return rc::detail::configFromString(ctx.reproduce).reproduce;
 }
 
-Outcome outcome_of(const RunContext& ctx, const rc::detail::TestResult& result) {
+Outcome outcome_of(const RunContext& ctx, const rc::detail::TestResult& result, const std::vector<std::string>& required) {
   Outcome o;
   rc::detail::SuccessResult success;
   rc::detail::FailureResult failure;
@@ -21,6 +23,21 @@ Outcome outcome_of(const RunContext& ctx, const rc::detail::TestResult& result) 
       std::string label;
       for (const auto& t : tags) label += (label.empty() ? "" : ", ") + t;
       o.classes.emplace_back(label.empty() ? "(untagged)" : label, count);
+    }
+    std::string missing;
+    for (const std::string& tag : required) {
+      bool seen = false;
+      const std::string shown = '"' + tag + '"';  // RC_TAG shows a string argument quoted
+      for (const auto& [tags, count] : success.distribution)
+        seen = seen || std::find(tags.begin(), tags.end(), shown) != tags.end() ||
+               std::find(tags.begin(), tags.end(), tag) != tags.end();
+      if (!seen) missing += (missing.empty() ? "" : ", ") + tag;
+    }
+    if (!missing.empty()) {
+      o.status = Status::failed;
+      o.detail = "no case took " + missing + " (of " + std::to_string(o.cases) +
+                 " passing cases): the generators no longer reach it\n";
+      o.replay = replay_line(ctx);
     }
     return o;
   }

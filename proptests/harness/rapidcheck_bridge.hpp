@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <rapidcheck.h>
 
@@ -28,14 +29,19 @@ class ProgressListener : public rc::detail::TestListener {
   int done_ = 0;
 };
 
-Outcome outcome_of(const RunContext& ctx, const rc::detail::TestResult& result);
+Outcome outcome_of(const RunContext& ctx, const rc::detail::TestResult& result,
+                   const std::vector<std::string>& required = {});
 std::unordered_map<std::string, rc::detail::Reproduce> reproduce_map(const RunContext& ctx);
 
 }  // namespace bridge_detail
 
 // Runs a RapidCheck testable (a lambda taking generated arguments and using RC_ASSERT).
+// required: tags (RC_TAG) that must each label some case, the routes of the code under test that
+// the testable records; one that got none fails the property (a generator stopped reaching that
+// route). Checked where at least kRouteCoverageCases cases run: a short run need not reach all.
+inline constexpr int kRouteCoverageCases = 200;
 template <typename Testable>
-Outcome check_random(const RunContext& ctx, Testable&& testable) {
+Outcome check_random(const RunContext& ctx, Testable&& testable, const std::vector<std::string>& required = {}) {
   rc::detail::TestParams params;
   params.seed = ctx.seed;
   params.maxSuccess = ctx.cases;
@@ -47,7 +53,7 @@ Outcome check_random(const RunContext& ctx, Testable&& testable) {
   bridge_detail::ProgressListener listener(ctx);
   const auto result = rc::detail::checkProperty(rc::detail::toProperty(std::forward<Testable>(testable)), metadata,
                                                 params, listener, bridge_detail::reproduce_map(ctx));
-  return bridge_detail::outcome_of(ctx, result);
+  return bridge_detail::outcome_of(ctx, result, ctx.cases >= kRouteCoverageCases ? required : std::vector<std::string>{});
 }
 
 }  // namespace kvq::props

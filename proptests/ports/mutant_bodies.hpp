@@ -35,7 +35,7 @@ KVQ_HD inline float mutant_value(const Recipe& r, const MutantBugs& b, float g, 
   const float element = r.element == FormatId::e4m3fn ? e4m3_value_nan_as_number(code) : element_value(r, code);
   if (r.scale == BlockScale::e4m3_two_level) return (element * e4m3_value_nan_as_number(scale)) * g;
   if (r.scale == BlockScale::tensor_only) return element * g;
-  return scale == 0xFF ? float_from_bits(0x7fc00000u) : element * pow2_float(static_cast<int>(scale) - 127);
+  return scale == 0xFF ? float_from_bits(kCanonicalNanBits) : element * pow2_float(static_cast<int>(scale) - 127);
 }
 
 // One workspace code with the product rounded to FP32 before the E4M3 cast (double rounding).
@@ -54,13 +54,13 @@ KVQ_HD inline void code_and_scale(const kernels::QuantizeShape& s, const std::ui
   *scale = s.scales_per_row() ? scales[row * s.scales_per_row() + j / s.block()] : 0;
 }
 
-// Device variants (mutants_device.cu; a stub without CUDA). Device pointers; "" or an error.
+// Device variants (mutants_device.cu; a stub without CUDA). Device pointers; success or an error (kernels/status.hpp).
 namespace device {
-std::string swap_nibbles(std::uint8_t* codes, std::int64_t bytes, void* stream);
-std::string dequantize(const kernels::QuantizeShape& s, const MutantBugs& b, const std::uint8_t* codes,
-                       const std::uint8_t* scales, float g, kernels::DType output, void* y, void* stream);
-std::string requantize_e4m3(const kernels::QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
-                            float factor, std::uint8_t* out, void* stream);
+Status swap_nibbles(std::uint8_t* codes, std::int64_t bytes, void* stream);
+Status dequantize(const kernels::QuantizeShape& s, const MutantBugs& b, const std::uint8_t* codes,
+                  const std::uint8_t* scales, float g, kernels::DType output, void* y, void* stream);
+Status requantize_e4m3(const kernels::QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                       float factor, std::uint8_t* out, void* stream);
 }  // namespace device
 
 }  // namespace kvq::ports

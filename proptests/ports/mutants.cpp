@@ -124,8 +124,8 @@ PortKernel mutant_kernel(const Mutant& m) {
   k.quantize = [m, b](const QuantizeShape& shape, kernels::DType t, const void* x, float g, std::uint8_t* codes,
                       std::uint8_t* scales) {
     const QuantizeShape s = with_recipe(shape, m.quantize_recipe);
-    const std::string e = kernels::quantize_cpu(s, t, x, g, codes, scales);
-    if (e.empty() && b.swap_nibbles && s.packed())
+    const kvq::Status e = kernels::quantize_cpu(s, t, x, g, codes, scales);
+    if (e.ok() && b.swap_nibbles && s.packed())
       for (std::int64_t i = 0; i < s.code_bytes(); ++i) codes[i] = swapped_nibbles(codes[i]);
     return e;
   };
@@ -134,25 +134,25 @@ PortKernel mutant_kernel(const Mutant& m) {
     const QuantizeShape s = with_recipe(shape, m.dequantize_recipe);
     g = g * b.dequantize_g_factor;
     if (b.decode == DecodeBug::none) return kernels::dequantize_cpu(s, codes, scales, g, t, y);
-    if (auto e = kernels::validate(s); !e.empty()) return e;
+    if (auto e = kernels::validate(s); !e.ok()) return e;
     for (std::int64_t i = 0; i < s.rows * s.cols; ++i) {
       std::uint8_t code, scale;
       code_and_scale(s, codes, scales, i, &code, &scale);
       kernels::store_value(t, y, i, mutant_value(s.recipe, b, g, scale, code));
     }
-    return std::string();
+    return Status();
   };
   if (b.workspace_through_fp32)
     k.requantize_e4m3 = [m](const QuantizeShape& shape, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
                             std::uint8_t* out) {
       const QuantizeShape s = with_recipe(shape, m.dequantize_recipe);
-      if (auto e = kernels::validate(s); !e.empty()) return e;
+      if (auto e = kernels::validate(s); !e.ok()) return e;
       for (std::int64_t i = 0; i < s.rows * s.cols; ++i) {
         std::uint8_t code, scale;
         code_and_scale(s, codes, scales, i, &code, &scale);
         out[i] = mutant_workspace(s.recipe, scale, code, factor);
       }
-      return std::string();
+      return Status();
     };
   return k;
 }
@@ -166,12 +166,12 @@ PortKernel device_mutant_kernel(const Mutant& m) {
     const kernels::DeviceCopy dx(x, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), false);
     const kernels::DeviceCopy dc(nullptr, static_cast<std::size_t>(s.code_bytes()), true);
     const kernels::DeviceCopy ds(nullptr, static_cast<std::size_t>(s.scale_bytes()), true);
-    std::string e = dx.error + dc.error + ds.error;
-    if (e.empty()) e = kernels::device::quantize(s, t, dx.p, g, dc.bytes_ptr(), ds.bytes_ptr(), nullptr);
-    if (e.empty() && b.swap_nibbles && s.packed()) e = device::swap_nibbles(dc.bytes_ptr(), s.code_bytes(), nullptr);
-    if (e.empty()) e = kernels::device::synchronize();
-    if (e.empty()) e = dc.fetch(codes, "codes");
-    if (e.empty()) e = ds.fetch(scales, "scales");
+    Status e = first_error({dx.error, dc.error, ds.error});
+    if (e.ok()) e = kernels::device::quantize(s, t, dx.p, g, dc.bytes_ptr(), ds.bytes_ptr(), nullptr);
+    if (e.ok() && b.swap_nibbles && s.packed()) e = device::swap_nibbles(dc.bytes_ptr(), s.code_bytes(), nullptr);
+    if (e.ok()) e = kernels::device::synchronize();
+    if (e.ok()) e = dc.fetch(codes, "codes");
+    if (e.ok()) e = ds.fetch(scales, "scales");
     return e;
   };
   k.dequantize = [m, b](const QuantizeShape& shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
@@ -180,13 +180,13 @@ PortKernel device_mutant_kernel(const Mutant& m) {
     const kernels::DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
     const kernels::DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
     const kernels::DeviceCopy dy(nullptr, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), true);
-    std::string e = dc.error + ds.error + dy.error;
+    Status e = first_error({dc.error, ds.error, dy.error});
     g = g * b.dequantize_g_factor;
-    if (e.empty())
+    if (e.ok())
       e = b.decode == DecodeBug::none ? kernels::device::dequantize(s, dc.bytes_ptr(), ds.bytes_ptr(), g, t, dy.p, nullptr)
                                       : device::dequantize(s, b, dc.bytes_ptr(), ds.bytes_ptr(), g, t, dy.p, nullptr);
-    if (e.empty()) e = kernels::device::synchronize();
-    if (e.empty()) e = dy.fetch(y, "dequantized output");
+    if (e.ok()) e = kernels::device::synchronize();
+    if (e.ok()) e = dy.fetch(y, "dequantized output");
     return e;
   };
   k.requantize_e4m3 = [m, b](const QuantizeShape& shape, const std::uint8_t* codes, const std::uint8_t* scales,
@@ -195,13 +195,13 @@ PortKernel device_mutant_kernel(const Mutant& m) {
     const kernels::DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
     const kernels::DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
     const kernels::DeviceCopy dout(nullptr, static_cast<std::size_t>(s.rows * s.cols), true);
-    std::string e = dc.error + ds.error + dout.error;
-    if (e.empty())
+    Status e = first_error({dc.error, ds.error, dout.error});
+    if (e.ok())
       e = b.workspace_through_fp32
               ? device::requantize_e4m3(s, dc.bytes_ptr(), ds.bytes_ptr(), factor, dout.bytes_ptr(), nullptr)
               : kernels::device::requantize_e4m3(s, dc.bytes_ptr(), ds.bytes_ptr(), factor, dout.bytes_ptr(), nullptr);
-    if (e.empty()) e = kernels::device::synchronize();
-    if (e.empty()) e = dout.fetch(out, "workspace");
+    if (e.ok()) e = kernels::device::synchronize();
+    if (e.ok()) e = dout.fetch(out, "workspace");
     return e;
   };
   return k;

@@ -15,7 +15,7 @@ int blocks_for(std::int64_t n) {
   return static_cast<int>(b < 4096 ? (b > 0 ? b : 1) : 4096);
 }
 
-std::string status() {
+Status status() {
   const cudaError_t e = cudaGetLastError();
   return e == cudaSuccess ? std::string() : std::string("CUDA: ") + cudaGetErrorString(e);
 }
@@ -48,22 +48,22 @@ __global__ void requantize_kernel(kernels::QuantizeShape s, const std::uint8_t* 
 
 }  // namespace
 
-std::string swap_nibbles(std::uint8_t* codes, std::int64_t bytes, void* stream) {
+Status swap_nibbles(std::uint8_t* codes, std::int64_t bytes, void* stream) {
   swap_kernel<<<blocks_for(bytes), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(codes, bytes);
   return status();
 }
 
-std::string dequantize(const kernels::QuantizeShape& s, const MutantBugs& b, const std::uint8_t* codes,
-                       const std::uint8_t* scales, float g, kernels::DType output, void* y, void* stream) {
-  if (auto e = kernels::validate(s); !e.empty()) return e;
+Status dequantize(const kernels::QuantizeShape& s, const MutantBugs& b, const std::uint8_t* codes,
+                  const std::uint8_t* scales, float g, kernels::DType output, void* y, void* stream) {
+  if (auto e = kernels::validate(s); !e.ok()) return e;
   dequantize_kernel<<<blocks_for(s.rows * s.cols), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, b, codes, scales,
                                                                                                        g, output, y);
   return status();
 }
 
-std::string requantize_e4m3(const kernels::QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
-                            float factor, std::uint8_t* out, void* stream) {
-  if (auto e = kernels::validate(s); !e.empty()) return e;
+Status requantize_e4m3(const kernels::QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
+                       float factor, std::uint8_t* out, void* stream) {
+  if (auto e = kernels::validate(s); !e.ok()) return e;
   requantize_kernel<<<blocks_for(s.rows * s.cols), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales,
                                                                                                        factor, out);
   return status();

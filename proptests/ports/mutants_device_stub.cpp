@@ -3,13 +3,13 @@
 
 namespace kvq::ports::device {
 
-std::string swap_nibbles(std::uint8_t*, std::int64_t, void*) { return "built without CUDA"; }
-std::string dequantize(const kernels::QuantizeShape&, const MutantBugs&, const std::uint8_t*, const std::uint8_t*, float,
-                       kernels::DType, void*, void*) {
+Status swap_nibbles(std::uint8_t*, std::int64_t, void*) { return "built without CUDA"; }
+Status dequantize(const kernels::QuantizeShape&, const MutantBugs&, const std::uint8_t*, const std::uint8_t*, float,
+                  kernels::DType, void*, void*) {
   return "built without CUDA";
 }
-std::string requantize_e4m3(const kernels::QuantizeShape&, const std::uint8_t*, const std::uint8_t*, float, std::uint8_t*,
-                            void*) {
+Status requantize_e4m3(const kernels::QuantizeShape&, const std::uint8_t*, const std::uint8_t*, float, std::uint8_t*,
+                       void*) {
   return "built without CUDA";
 }
 

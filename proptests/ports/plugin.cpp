@@ -61,54 +61,54 @@ std::string load_plugin(const std::string& path, Plugin* out) {
   const bool device = out->device;
   const auto handle = out->handle;  // the wrappers keep the library loaded
   k.quantize = [=](const QuantizeShape& s, kernels::DType t, const void* x, float g, std::uint8_t* codes,
-                   std::uint8_t* scales) -> std::string {
+                   std::uint8_t* scales) -> Status {
     (void)handle;
     if (!device)
       return call_error("kvq_port_quantize", quantize(x, dtype_code(t), s.rows, s.cols, s.block(), g, codes, scales, nullptr), last_error);
     const kernels::DeviceCopy dx(x, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), false);
     const kernels::DeviceCopy dc(nullptr, static_cast<std::size_t>(s.code_bytes()), true);
     const kernels::DeviceCopy ds(nullptr, static_cast<std::size_t>(s.scale_bytes()), true);
-    std::string e = dx.error + dc.error + ds.error;
-    if (e.empty())
+    Status e = first_error({dx.error, dc.error, ds.error});
+    if (e.ok())
       e = call_error("kvq_port_quantize",
                      quantize(dx.p, dtype_code(t), s.rows, s.cols, s.block(), g, dc.bytes_ptr(), ds.bytes_ptr(), nullptr), last_error);
-    if (e.empty()) e = kernels::device::synchronize();
-    if (e.empty()) e = dc.fetch(codes, "codes");
-    if (e.empty()) e = ds.fetch(scales, "scales");
+    if (e.ok()) e = kernels::device::synchronize();
+    if (e.ok()) e = dc.fetch(codes, "codes");
+    if (e.ok()) e = ds.fetch(scales, "scales");
     return e;
   };
   if (dequantize)
     k.dequantize = [=](const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
-                       kernels::DType t, void* y) -> std::string {
+                       kernels::DType t, void* y) -> Status {
       (void)handle;
       if (!device)
         return call_error("kvq_port_dequantize", dequantize(codes, scales, s.rows, s.cols, s.block(), g, dtype_code(t), y, nullptr), last_error);
       const kernels::DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
       const kernels::DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
       const kernels::DeviceCopy dy(nullptr, static_cast<std::size_t>(s.rows * s.cols * kernels::bytes_of(t)), true);
-      std::string e = dc.error + ds.error + dy.error;
-      if (e.empty())
+      Status e = first_error({dc.error, ds.error, dy.error});
+      if (e.ok())
         e = call_error("kvq_port_dequantize",
                        dequantize(dc.bytes_ptr(), ds.bytes_ptr(), s.rows, s.cols, s.block(), g, dtype_code(t), dy.p, nullptr), last_error);
-      if (e.empty()) e = kernels::device::synchronize();
-      if (e.empty()) e = dy.fetch(y, "dequantized output");
+      if (e.ok()) e = kernels::device::synchronize();
+      if (e.ok()) e = dy.fetch(y, "dequantized output");
       return e;
     };
   if (requantize)
     k.requantize_e4m3 = [=](const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
-                            std::uint8_t* o) -> std::string {
+                            std::uint8_t* o) -> Status {
       (void)handle;
       if (!device)
         return call_error("kvq_port_requantize_e4m3", requantize(codes, scales, s.rows, s.cols, s.block(), factor, o, nullptr), last_error);
       const kernels::DeviceCopy dc(codes, static_cast<std::size_t>(s.code_bytes()), false);
       const kernels::DeviceCopy ds(scales, static_cast<std::size_t>(s.scale_bytes()), false);
       const kernels::DeviceCopy dout(nullptr, static_cast<std::size_t>(s.rows * s.cols), true);
-      std::string e = dc.error + ds.error + dout.error;
-      if (e.empty())
+      Status e = first_error({dc.error, ds.error, dout.error});
+      if (e.ok())
         e = call_error("kvq_port_requantize_e4m3",
                        requantize(dc.bytes_ptr(), ds.bytes_ptr(), s.rows, s.cols, s.block(), factor, dout.bytes_ptr(), nullptr), last_error);
-      if (e.empty()) e = kernels::device::synchronize();
-      if (e.empty()) e = dout.fetch(o, "workspace");
+      if (e.ok()) e = kernels::device::synchronize();
+      if (e.ok()) e = dout.fetch(o, "workspace");
       return e;
     };
   return {};

@@ -16,14 +16,14 @@ using kernels::QuantizeShape;
 struct PortKernel {
   std::string name;
   Recipe recipe;  // the recipe it claims to implement: the properties' reference
-  // Each returns "" or an error; an empty function is an entry point the port does not have.
-  std::function<std::string(const QuantizeShape&, kernels::DType input, const void* x, float g, std::uint8_t* codes,
+  // Each returns success or an error; an empty function is an entry point the port does not have.
+  std::function<Status(const QuantizeShape&, kernels::DType input, const void* x, float g, std::uint8_t* codes,
                             std::uint8_t* scales)>
       quantize;
-  std::function<std::string(const QuantizeShape&, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+  std::function<Status(const QuantizeShape&, const std::uint8_t* codes, const std::uint8_t* scales, float g,
                             kernels::DType output, void* y)>
       dequantize;
-  std::function<std::string(const QuantizeShape&, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
+  std::function<Status(const QuantizeShape&, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
                             std::uint8_t* out)>
       requantize_e4m3;
 };

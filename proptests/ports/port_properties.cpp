@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "formats/float_bits.hpp"
-#include "proptests/ports/port_data.hpp"
+#include "oracle/verify.hpp"
 #include "proptests/harness/mix32.hpp"
 #include "proptests/harness/rapidcheck_bridge.hpp"
 
@@ -196,7 +196,7 @@ Quantized run_quantize(const PortKernel& k, const Tensor& t, float g) {
   for (std::size_t i = 0; i < half.size(); ++i)
     half[i] = t.input == DType::bf16 ? static_cast<std::uint16_t>(bits_of(t.x[i]) >> 16) : fp16_rne_fast(t.x[i]);
   const void* x = half.empty() ? static_cast<const void*>(t.x.data()) : half.data();
-  const std::string e = k.quantize(s, t.input, x, g, q.codes.data(), q.scales.data());
+  const std::string e = k.quantize(s, t.input, x, g, q.codes.data(), q.scales.data()).message();
   if (!e.empty()) RC_FAIL("the port's quantize returned an error: " + e);
   return q;
 }
@@ -311,7 +311,7 @@ props::Outcome dequantize_property(const props::RunContext& ctx, const PortKerne
     const Bytes b = *inputs;
     const QuantizeShape& s = b.shape;
     std::vector<float> y(static_cast<std::size_t>(s.rows * s.cols) + kGuard / 4, -1.0f);
-    const std::string e = k.dequantize(s, b.codes.data(), b.scales.data(), b.g, DType::fp32, y.data());
+    const std::string e = k.dequantize(s, b.codes.data(), b.scales.data(), b.g, DType::fp32, y.data()).message();
     if (!e.empty()) RC_FAIL("the port's dequantize returned an error: " + e);
     for (std::size_t i = s.rows * s.cols; i < y.size(); ++i) RC_ASSERT(bits_of(y[i]) == bits_of(-1.0f));
     for (std::int64_t row = 0; row < s.rows; ++row)
@@ -335,7 +335,7 @@ props::Outcome workspace_property(const props::RunContext& ctx, const PortKernel
     const Bytes b = *inputs;
     const QuantizeShape& s = b.shape;
     std::vector<std::uint8_t> out(static_cast<std::size_t>(s.rows * s.cols) + kGuard, kPoison);
-    const std::string e = k.requantize_e4m3(s, b.codes.data(), b.scales.data(), b.g, out.data());
+    const std::string e = k.requantize_e4m3(s, b.codes.data(), b.scales.data(), b.g, out.data()).message();
     if (!e.empty()) RC_FAIL("the port's workspace kernel returned an error: " + e);
     for (std::size_t i = s.rows * s.cols; i < out.size(); ++i) RC_ASSERT(out[i] == kPoison);
     for (std::int64_t row = 0; row < s.rows; ++row)

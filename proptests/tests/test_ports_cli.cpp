@@ -11,7 +11,7 @@
 #include "cli/npy.hpp"
 #include "formats/recipe_names.hpp"
 #include "proptests/ports/mutants.hpp"
-#include "proptests/ports/port_data.hpp"
+#include "oracle/verify.hpp"
 #include "proptests/harness/mix32.hpp"
 
 namespace {
@@ -51,7 +51,7 @@ fs::path write_port(const std::string& name, const kvq::ports::PortKernel& k, co
   kvq::kernels::QuantizeShape s{k.recipe, 8, 64};
   std::vector<std::uint8_t> codes(s.code_bytes()), scales(s.scale_bytes());
   const float g = kvq::tensor_scale(k.recipe, kvq::kernels::amax_cpu(kvq::kernels::DType::fp32, x.data(), 512));
-  REQUIRE(k.quantize(s, kvq::kernels::DType::fp32, x.data(), g, codes.data(), scales.data()).empty());
+  REQUIRE(k.quantize(s, kvq::kernels::DType::fp32, x.data(), g, codes.data(), scales.data()).ok());
   NpyArray xa{"<f4", {8, 64}, std::vector<std::uint8_t>(512 * 4)};
   std::memcpy(xa.bytes.data(), x.data(), 512 * 4);
   REQUIRE(kvq::cli::write_npy((dir / "in" / "x.npy").string(), xa).empty());
@@ -223,8 +223,8 @@ TEST_CASE("ports-cli: an encode-convention global scale given to the port, BF16 
   kvq::kernels::QuantizeShape s{r, 8, 64};
   std::vector<std::uint8_t> codes(s.code_bytes()), scales(s.scale_bytes()), unpacked(512);
   std::vector<float> y(512);
-  REQUIRE(kvq::kernels::quantize_cpu(s, kvq::kernels::DType::bf16, x.data(), g, codes.data(), scales.data()).empty());
-  REQUIRE(kvq::kernels::dequantize_cpu(s, codes.data(), scales.data(), g, kvq::kernels::DType::fp32, y.data()).empty());
+  REQUIRE(kvq::kernels::quantize_cpu(s, kvq::kernels::DType::bf16, x.data(), g, codes.data(), scales.data()).ok());
+  REQUIRE(kvq::kernels::dequantize_cpu(s, codes.data(), scales.data(), g, kvq::kernels::DType::fp32, y.data()).ok());
   for (std::int64_t j = 0; j < 512; ++j) unpacked[j] = kvq::kernels::code_at(s, codes.data(), j);
   NpyArray xa{"<u2", {8, 64}, std::vector<std::uint8_t>(1024)}, ga{"<f4", {1}, std::vector<std::uint8_t>(4)},
       ya{"<f4", {8, 64}, std::vector<std::uint8_t>(2048)};

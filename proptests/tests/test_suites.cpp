@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "proptests/harness/rapidcheck_bridge.hpp"
 #include "proptests/harness/runner.hpp"
 #include "proptests/tests/suite_runner.hpp"
 
@@ -60,3 +61,20 @@ TEST_CASE("studies") { kvq::props::run_suite_under_doctest("studies"); }
 TEST_CASE("paged") { kvq::props::run_suite_under_doctest("paged"); }
 TEST_CASE("ports") { kvq::props::run_suite_under_doctest("ports"); }
 TEST_CASE("mutants") { kvq::props::run_suite_under_doctest("mutants"); }
+
+// Route coverage (check_random's required tags): a required tag that no case sets fails the
+// property, one that some case sets passes, and a short run does not ask for coverage.
+TEST_CASE("harness: a required route that no case reaches fails the property") {
+  using namespace kvq::props;
+  RunContext ctx;
+  ctx.id = "harness/route-coverage";
+  ctx.cases = kRouteCoverageCases;
+  const auto tagged = [] { RC_TAG(*rc::gen::inRange(0, 2) == 0 ? "even" : "odd"); };
+  CHECK(check_random(ctx, tagged, {"even", "odd"}).status == Status::passed);
+  const Outcome missing = check_random(ctx, tagged, {"even", "never"});
+  CHECK(missing.status == Status::failed);
+  CHECK(missing.detail.find("never") != std::string::npos);
+  CHECK(missing.detail.find("even") == std::string::npos);
+  ctx.cases = kRouteCoverageCases - 1;
+  CHECK(check_random(ctx, tagged, {"never"}).status == Status::passed);
+}

@@ -27,7 +27,7 @@ bool shape_of(std::int64_t rows, std::int64_t cols, int block, kvq::kernels::Qua
     last_error = "block " + std::to_string(block) + " is not this port's " + std::to_string(s->block());
     return false;
   }
-  last_error = kvq::kernels::validate(*s);
+  last_error = kvq::kernels::validate(*s).message();
   return last_error.empty();
 }
 
@@ -35,9 +35,9 @@ kvq::kernels::DType dtype_of(int d) {
   return d == KVQ_PORT_BF16 ? kvq::kernels::DType::bf16 : (d == KVQ_PORT_FP16 ? kvq::kernels::DType::fp16 : kvq::kernels::DType::fp32);
 }
 
-int status(const std::string& error) {
-  last_error = error;
-  return error.empty() ? 0 : 1;
+int status(const kvq::Status& result) {
+  last_error = result.message();
+  return result.ok() ? 0 : 1;
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 #include "formats/names.hpp"
 #include "oracle/oracle.hpp"
-#include "proptests/ports/port_data.hpp"
+#include "oracle/verify.hpp"
 
 namespace kvq::ports {
 namespace {

@@ -1,4 +1,4 @@
-#include "proptests/ports/identify.hpp"
+#include "oracle/identify.hpp"
 
 #include <algorithm>
 #include <functional>

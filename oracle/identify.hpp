@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "proptests/ports/port_data.hpp"
+#include "oracle/verify.hpp"
 
 namespace kvq::ports {
 
