@@ -418,6 +418,23 @@ KVQ_HD inline int pow2_exponent(const Recipe& r, float bmax) {
   return 0;
 }
 
+// The E8M0 rules of a block with max |x| = bmax (NaN ignored), any_nan = some element is NaN, in
+// one place for quantize_block, plan_block and the MLA tile writers:
+// - a NaN or inf block stores the NaN scale 0xFF: any NaN element under an OCP MX rule, or an
+//   infinite max (the ratio rules and Triton's float exponents ignore a NaN element, as tl.max does);
+// - a zero block gets 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13,
+//   SGLang: 2^-33; vLLM's MODEL1 writer floors bmax);
+// - the exponent is clamped to what the byte stores, which is e + e8m0_bias (127; a port's off-by-n).
+KVQ_HD inline bool e8m0_nan_block(const Recipe& r, float bmax, bool any_nan) {
+  const bool mx = r.pow2 != Pow2Rule::ceil_ratio && !r.float_exponent;
+  return (mx && any_nan) || bmax > kFp32Max;
+}
+KVQ_HD inline int e8m0_block_exponent(const Recipe& r, float bmax) {
+  const bool floored = r.pow2 == Pow2Rule::ceil_ratio || r.ratio_floor_on_bmax;
+  return e8m0_exponent_clamp(bmax == 0.0f && !floored ? -127 : pow2_exponent(r, bmax));
+}
+KVQ_HD inline std::uint8_t e8m0_code(const Recipe& r, int e) { return static_cast<std::uint8_t>(e + r.e8m0_bias); }
+
 namespace recipe_detail {
 
 // torchao's clamp of the block decode scale to [2^-6, 448] before its cast, where the recipe has it.
@@ -602,29 +619,25 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block(const Recipe& r, float g, c
   switch (r.scale) {
     case BlockScale::e4m3_two_level: return quantize_two_level(r, g, x, n, bmax, codes);
     case BlockScale::e8m0_pow2: {
-      const bool mx = r.pow2 != Pow2Rule::ceil_ratio && !r.float_exponent;
-      if ((mx && any_nan) || bmax > kFp32Max) {  // NaN or inf block: scale NaN (0xFF)
+      if (e8m0_nan_block(r, bmax, any_nan)) {  // scale NaN (0xFF)
         KVQ_UNROLL
         for (int i = 0; i < n; ++i) codes[i] = encode_element(r, r.float_exponent ? x[i] * 0.0f : canonical_nan());
         return 0xFF;
       }
-      // A zero block: 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13, SGLang: 2^-33;
-      // vLLM's MODEL1 writer floors bmax).
-      int e = bmax == 0.0f && r.pow2 != Pow2Rule::ceil_ratio && !r.ratio_floor_on_bmax ? -127 : pow2_exponent(r, bmax);
-      e = e8m0_exponent_clamp(e);
+      const int e = e8m0_block_exponent(r, bmax);
       // x * 2^-e is exact in FP32 except for FP32-subnormal products, which every element
       // format rounds to +-0 from the exact value too: the exact scaling, rounded once.
       // (torchao divides by max(2^e, 2^-126): Recipe::pow2_min_normal_divisor.)
       if (r.scale_dtype != FormatId::fp32) {
         pow2_elements_in_scale_dtype(r, e, x, n, codes);
-        return static_cast<std::uint8_t>(e + r.e8m0_bias);
+        return e8m0_code(r, e);
       }
       // (torchao's RCEIL multiplies by 1 at byte 0: Recipe::pow2_zero_byte_unscaled.)
       const float down = r.pow2_zero_byte_unscaled && e == -127 ? 1.0f
                                                                : pow2_float(-(r.pow2_min_normal_divisor && e < -126 ? -126 : e));
       KVQ_UNROLL
       for (int i = 0; i < n; ++i) codes[i] = encode_element(r, x[i] * down);
-      return static_cast<std::uint8_t>(e + r.e8m0_bias);
+      return e8m0_code(r, e);
     }
     case BlockScale::tensor_only: {  // g = 0 zeroes the elements, unless unguarded (x * (1/0): 0 * inf = NaN)
       const float reciprocal = divide(r, 1.0f, g);
@@ -706,15 +719,11 @@ KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool an
                  ? recipe_detail::two_level_plan(r, g, bmax, element_max(r))
                  : recipe_detail::two_level_rcp_plan(r, g, bmax);
     case BlockScale::e8m0_pow2: {
-      const bool mx = r.pow2 != Pow2Rule::ceil_ratio;
-      if ((mx && any_nan) || bmax > kFp32Max) return {0xFF, ElementOp::nan, 0.0f};  // NaN or inf block
-      // A zero block: 2^-127, except under a ratio floor, which defines it (FlashMLA: 2^-13, SGLang: 2^-33;
-      // vLLM's MODEL1 writer floors bmax).
-      int e = bmax == 0.0f && r.pow2 != Pow2Rule::ceil_ratio && !r.ratio_floor_on_bmax ? -127 : pow2_exponent(r, bmax);
-      e = e8m0_exponent_clamp(e);
+      if (e8m0_nan_block(r, bmax, any_nan)) return {0xFF, ElementOp::nan, 0.0f};
+      const int e = e8m0_block_exponent(r, bmax);
       // x * 2^-e is exact in FP32 except for FP32-subnormal products, which every element
       // format rounds to +-0 from the exact value too: the exact scaling, rounded once.
-      return {static_cast<std::uint8_t>(e + r.e8m0_bias), ElementOp::multiply, pow2_float(-e)};
+      return {e8m0_code(r, e), ElementOp::multiply, pow2_float(-e)};
     }
     case BlockScale::tensor_only:
       if (g == 0.0f && r.zero_guard != ZeroGuard::none) return {0, ElementOp::multiply, 0.0f};

@@ -164,13 +164,11 @@ KVQ_HD inline float mla_load_nope_chunk(const MlaLayout& l, const std::uint16_t*
   return bmax;
 }
 
-// The tile's E8M0 scale code from its max: quantize_block's e8m0_pow2 branch for a ratio-floor
-// rule (NaN elements do not poison it; an inf max gives 0xFF).
+// The tile's E8M0 scale code from its max, by quantize_block's E8M0 rules (formats/recipes.hpp
+// e8m0_nan_block, e8m0_block_exponent; a ratio-floor rule: NaN elements do not poison it, an inf
+// max gives 0xFF).
 KVQ_HD inline std::uint8_t mla_tile_scale_code(const Recipe& r, float bmax) {
-  if (bmax > kFp32Max) return 0xFF;
-  int e = pow2_exponent(r, bmax);
-  e = e8m0_exponent_clamp(e);
-  return static_cast<std::uint8_t>(e + 127);
+  return e8m0_nan_block(r, bmax, false) ? 0xFF : e8m0_code(r, e8m0_block_exponent(r, bmax));
 }
 
 // Encodes nope chunk j under its tile's scale code and stores its 16 codes.
