@@ -1,5 +1,6 @@
 #include "cli/npy.hpp"
 
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -14,14 +15,31 @@ std::int64_t NpyArray::count() const {
   return checked_product(shape).value_or(-1);  // readers reject shapes whose product overflows
 }
 
-namespace {
-
-int item_size(const std::string& descr) {
-  if (descr == "<f4") return 4;
+int npy_item_size(const std::string& descr) {
+  if (descr == "<i8") return 8;
+  if (descr == "<f4" || descr == "<i4") return 4;
   if (descr == "<u2" || descr == "<f2") return 2;
   if (descr == "|u1" || descr == "<u1" || descr == "|i1") return 1;
   return 0;
 }
+
+bool index_values(const NpyArray& a, std::vector<std::int64_t>* out) {
+  const int size = a.descr == "<i8" ? 8 : (a.descr == "<i4" ? 4 : 0);
+  if (size == 0) return false;
+  out->resize(a.bytes.size() / size);
+  for (std::size_t i = 0; i < out->size(); ++i) {
+    if (size == 8) {
+      std::memcpy(&(*out)[i], &a.bytes[8 * i], 8);
+    } else {
+      std::int32_t v;
+      std::memcpy(&v, &a.bytes[4 * i], 4);
+      (*out)[i] = v;
+    }
+  }
+  return true;
+}
+
+namespace {
 
 // The value of 'key' in the header dict, as text up to the next top-level comma or brace.
 std::string header_value(const std::string& header, const std::string& key) {
@@ -96,13 +114,13 @@ std::string read_npy(const std::string& path, NpyArray* out) {
   std::string descr = header_value(header, "descr");
   if (descr.size() < 2) return path + ": no dtype in header";
   descr = descr.substr(1, descr.size() - 2);
-  if (item_size(descr) == 0) return path + ": dtype " + descr + " is not float32, float16, uint16, uint8 or int8";
+  if (npy_item_size(descr) == 0) return path + ": dtype " + descr + " is not float32, float16, uint16, uint8, int8, int32 or int64";
   if (header_value(header, "fortran_order") != "False") return path + ": Fortran order is not supported";
   const std::string shape_text = header_value(header, "shape");
   const auto shape = parse_shape(shape_text);
   if (!shape) return path + ": shape '" + shape_text.substr(0, 64) + "' is not a tuple of non-negative integers";
   const auto count = checked_product(*shape);
-  const auto bytes = count ? checked_mul(*count, item_size(descr)) : std::nullopt;
+  const auto bytes = count ? checked_mul(*count, npy_item_size(descr)) : std::nullopt;
   const std::int64_t data_bytes = file_bytes - prefix - header_length;
   if (!bytes || *bytes != data_bytes)
     return path + ": shape " + shape_text + " of " + descr + " does not match the " + std::to_string(data_bytes) +

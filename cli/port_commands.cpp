@@ -59,18 +59,27 @@ int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
     return 2;
   }
   LoadedPort port;
-  if (auto e = load_port(o.files, &port); !e.empty()) {
+  if (auto e = load_port(o.files, &port, &named->recipe); !e.empty()) {
     err << "kvq verify: " << e << "\n";
-    return 2;
-  }
-  ports::Interpretation how{named->recipe, port.data.nibbles, port.data.scale_layout};
-  if (port.data.block && how.recipe.scale != BlockScale::tensor_only) how.recipe.block = port.data.block;
-  if (auto e = ports::check_layout(port.data, how); !e.empty()) {
-    err << "kvq verify: " << e << " (manifest " << port.manifest << ", recipe " << named->name << ")\n";
     return 2;
   }
   if (!port.recipe.empty() && port.recipe != named->name)
     out << "note: the manifest says recipe '" << port.recipe << "'; checking against '" << named->name << "'\n";
+  if (port.kind == PortKind::paged_store) {
+    const ports::PagedComparison c = ports::compare_paged(port.paged, static_cast<std::size_t>(o.show));
+    if (!c.error.ok()) {
+      err << "kvq verify: " << c.error << " (manifest " << port.manifest << ", recipe " << named->name << ")\n";
+      return 2;
+    }
+    out << ports::describe_paged(port.paged, std::string(named->name), c);
+    return c.exact() ? 0 : 1;
+  }
+  ports::Interpretation how{named->recipe, port.data.nibbles, port.data.scale_layout};
+  if (port.data.block && how.recipe.scale != BlockScale::tensor_only) how.recipe.block = port.data.block;
+  if (const Status e = ports::check_layout(port.data, how); !e.ok()) {
+    err << "kvq verify: " << e << " (manifest " << port.manifest << ", recipe " << named->name << ")\n";
+    return 2;
+  }
   const ports::Comparison c = ports::compare(port.data, how, static_cast<std::size_t>(o.show), true);
   out << ports::describe(port.data, how, std::string(named->name), c);
   return c.exact() ? 0 : 1;
@@ -86,6 +95,19 @@ int identify_command(const Args& args, std::ostream& out, std::ostream& err) {
   if (auto e = load_port(o.files, &port); !e.empty()) {
     err << "kvq identify: " << e << "\n";
     return 2;
+  }
+  if (port.kind == PortKind::paged_store) {
+    const ports::PagedIdentification id = ports::identify_paged(port.paged, static_cast<std::size_t>(o.show));
+    if (id.tried == 0) {
+      err << "kvq identify: no named recipe's paged store takes the tensors of " << port.manifest
+          << " (see kvq verify RECIPE for why)\n";
+      return 2;
+    }
+    out << "kvq identify: " << id.tried << " paged-store recipes tried; " << id.exact.size() << " reproduce every cache byte\n";
+    for (const auto& c : id.exact) out << "  exact: this port follows " << c.recipe << "\n";
+    if (!id.nearest.empty()) out << (id.exact.empty() ? "  nearest (bytes differing):\n" : "  next nearest (bytes differing):\n");
+    for (const auto& c : id.nearest) out << "    " << c.recipe << ": " << c.differing() << "\n";
+    return id.exact.empty() ? 1 : 0;
   }
   const ports::Identification id = ports::identify(port.data, o.changes, static_cast<std::size_t>(o.show));
   if (id.tried == 0) {

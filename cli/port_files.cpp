@@ -69,9 +69,155 @@ std::string bytes_of(const Tensor& t, const std::string& role, std::vector<std::
   return role + ": " + t.path + " holds " + t.array.descr + "; give uint8 codes";
 }
 
+
+// A float32 parameter: {"bits": "0x..."} or a file of `max` float32 values at most (one, or one a
+// head); the values in *out.
+std::string read_floats(const std::string& dir, const std::string& role, const Json& spec, std::size_t max,
+                        std::vector<float>* out) {
+  out->clear();
+  if (const std::string bits = text_of(spec.get("bits")); !bits.empty()) {
+    const auto value = parse_hex(bits, 32);
+    if (!value) return role + ": \"bits\" must be hex FP32 bits like 0x3f800000, got '" + bits + "'";
+    out->push_back(float_from_bits(static_cast<std::uint32_t>(*value)));
+    return {};
+  }
+  Tensor t;
+  if (auto e = read_tensor(dir, role, spec, &t); !e.empty()) return e;
+  if (t.array.descr != "<f4" || t.array.count() < 1 || static_cast<std::size_t>(t.array.count()) > max)
+    return role + ": " + t.path + " must hold one float32, or one a head (" + std::to_string(max) + "), or give \"bits\"";
+  out->resize(static_cast<std::size_t>(t.array.count()));
+  std::memcpy(out->data(), t.array.bytes.data(), 4 * out->size());
+  return {};
+}
+
+// A cache the port wrote (uint8 or FP8 bytes), its shape, and the bytes it held before the call:
+// "poison" (the byte it was filled with) or "before" (a dump of it, read from the inputs).
+std::string read_cache(const PortFiles& files, const std::string& role, const Json& spec, std::vector<std::int64_t>* shape,
+                       std::vector<std::uint8_t>* after, std::vector<std::uint8_t>* before, bool* before_known) {
+  Tensor t;
+  if (auto e = read_tensor(files.outputs, role, spec, &t); !e.empty()) return e;
+  if (t.array.descr != "|u1" && t.array.descr != "|i1") return role + ": " + t.path + " holds " + t.array.descr + "; give uint8 (or FP8) bytes";
+  *shape = t.array.shape;
+  *after = std::move(t.array.bytes);
+  const std::string poison = text_of(spec.get("poison"));
+  const Json* dump = spec.get("before");
+  if (!poison.empty() && dump) return role + ": give \"poison\" or \"before\", not both";
+  *before_known = true;
+  if (!poison.empty()) {
+    const auto byte = parse_hex(poison, 8);
+    if (!byte) return role + ": \"poison\" must be one hex byte like 0xA5, got '" + poison + "'";
+    before->assign(after->size(), static_cast<std::uint8_t>(*byte));
+  } else if (dump) {
+    if (auto e = read_tensor(files.inputs, role + ".before", *dump, &t); !e.empty()) return e;
+    if (t.array.bytes.size() != after->size())
+      return role + ".before: " + t.path + " holds " + std::to_string(t.array.bytes.size()) + " bytes, the cache " +
+             std::to_string(after->size());
+    *before = std::move(t.array.bytes);
+  } else {
+    *before = *after;  // the addressed bytes are still checked; the untouched ones cannot be
+    *before_known = false;
+  }
+  return {};
+}
+
+// kind "paged-store" (docs/ports.md "Paged stores"): vLLM's argument names.
+std::string load_paged(const PortFiles& files, const Json& m, const Json& tensors, const Recipe* recipe, LoadedPort* out) {
+  using kernels::PagedFormat;
+  for (const auto& [role, spec] : tensors.members)
+    if (role != "key" && role != "value" && role != "slot_mapping" && role != "key_cache" && role != "value_cache" &&
+        role != "kv_cache" && role != "k_scale" && role != "v_scale")
+      return "manifest: unknown role '" + role + "' for kind paged-store (key, value, slot_mapping, key_cache, value_cache, "
+             "kv_cache, k_scale, v_scale)";
+  ports::PagedPort& p = out->paged;
+  kernels::PagedStoreShape& s = p.shape;
+  kernels::PagedKvLayout& L = s.layout;
+  // NVFP4 pages are one kv_cache, FP8 caches a key_cache and a value_cache.
+  const bool nvfp4 = tensors.get("kv_cache") != nullptr;
+  L.format = nvfp4 ? PagedFormat::nvfp4 : PagedFormat::fp8;
+  if (recipe) {
+    if ((recipe->element == FormatId::e2m1) != nvfp4)
+      return std::string("manifest: the roles are ") + (nvfp4 ? "an NVFP4 page (kv_cache)" : "FP8 caches (key_cache, value_cache)") +
+             ", the recipe's element is not " + (nvfp4 ? "E2M1" : "E4M3");
+    s.recipe = *recipe;
+  }
+  const Json* layout = m.get("layout");
+  const std::string order = layout ? text_of(layout->get("kv_layout")) : std::string();
+  if (!order.empty() && order != "NHD" && order != "HND") return "layout: \"kv_layout\" is NHD or HND, got '" + order + "'";
+  L.order = order == "HND" ? kernels::KvOrder::hnd : kernels::KvOrder::nhd;
+  const std::string swizzle = layout ? text_of(layout->get("scale_swizzle")) : std::string();
+  if (!swizzle.empty() && swizzle != "none" && swizzle != "v_only" && swizzle != "k_and_v")
+    return "layout: \"scale_swizzle\" is none, v_only or k_and_v, got '" + swizzle + "'";
+  L.swizzle = swizzle == "v_only" ? kernels::ScaleSwizzle::v_only
+              : swizzle == "k_and_v" ? kernels::ScaleSwizzle::k_and_v : kernels::ScaleSwizzle::none;
+  const char* caches[2] = {nvfp4 ? "kv_cache" : "key_cache", "value_cache"};
+  for (int b = 0; b < (nvfp4 ? 1 : 2); ++b) {
+    const Json* spec = tensors.get(caches[b]);
+    if (!spec) return std::string("manifest: kind paged-store with ") + (nvfp4 ? "an NVFP4" : "an FP8") + " recipe needs the role \"" + caches[b] + "\"";
+    std::vector<std::int64_t> shape;
+    if (auto e = read_cache(files, caches[b], *spec, &shape, &p.after[b], &p.before[b], &p.before_known[b]); !e.empty()) return e;
+    const bool nhd = L.order == kernels::KvOrder::nhd;
+    std::int64_t blocks, block_size, heads, dim;
+    if (!nvfp4) {
+      if (shape.size() != 4)
+        return std::string(caches[b]) + ": shape must be [num_blocks, " + (nhd ? "block_size, heads" : "heads, block_size") + ", head_dim]";
+      blocks = shape[0], block_size = shape[nhd ? 1 : 2], heads = shape[nhd ? 2 : 1], dim = shape[3];
+    } else {
+      if (shape.size() != 5 || shape[1] != 2 || shape[4] % 9 != 0)
+        return std::string("kv_cache: shape must be [num_blocks, 2, ") + (nhd ? "block_size, heads" : "heads, block_size") +
+               ", head_dim/2 + head_dim/16]";
+      blocks = shape[0], block_size = shape[nhd ? 2 : 3], heads = shape[nhd ? 3 : 2], dim = shape[4] / 9 * 16;
+    }
+    if (b == 1 && (blocks != L.num_blocks || block_size != L.block_size || heads != L.heads || dim != L.head_dim))
+      return "value_cache: shape differs from key_cache's";
+    L.num_blocks = blocks, L.block_size = block_size, L.heads = heads, L.head_dim = dim;
+  }
+  if (const Json* bs = layout ? layout->get("block_size") : nullptr) {
+    const auto v = bs->kind == Json::Kind::number ? integer_of(bs->number, 1, kMaxJsonInteger) : std::nullopt;
+    if (!v || *v != L.block_size)
+      return "layout: \"block_size\" must equal the caches' (" + std::to_string(L.block_size) + ")";
+  }
+  Tensor t;
+  for (const char* role : {"key", "value"}) {
+    const Json* spec = tensors.get(role);
+    if (!spec) return std::string("manifest: kind paged-store needs the role \"") + role + "\"";
+    if (auto e = read_tensor(files.inputs, role, *spec, &t); !e.empty()) return e;
+    DType type;
+    if (auto e = value_type(t, role, &type); !e.empty()) return e;
+    const auto expected = t.array.shape.empty() ? std::nullopt : checked_product({t.array.shape[0], L.heads, L.head_dim});
+    if (!expected || t.array.count() != *expected)
+      return std::string(role) + ": " + t.path + " must be [tokens, " + std::to_string(L.heads) + ", " +
+             std::to_string(L.head_dim) + "] (heads and head_dim of the cache)";
+    if (role == std::string("value") && (type != s.input || t.array.shape[0] != s.tokens))
+      return "value: " + t.path + " must have key's dtype and token count";
+    s.input = type;
+    s.tokens = t.array.shape[0];
+    (role == std::string("key") ? p.key : p.value) = std::move(t.array.bytes);
+  }
+  const Json* slots = tensors.get("slot_mapping");
+  if (!slots) return "manifest: kind paged-store needs the role \"slot_mapping\"";
+  if (auto e = read_tensor(files.inputs, "slot_mapping", *slots, &t); !e.empty()) return e;
+  if (!index_values(t.array, &p.slot_mapping)) return "slot_mapping: " + t.path + " holds " + t.array.descr + "; give int32 or int64";
+  if (static_cast<std::int64_t>(p.slot_mapping.size()) != s.tokens)
+    return "slot_mapping: " + t.path + " holds " + std::to_string(p.slot_mapping.size()) + " entries, key " +
+           std::to_string(s.tokens) + " tokens";
+  std::vector<float> k, v;
+  for (const char* role : {"k_scale", "v_scale"}) {
+    const Json* spec = tensors.get(role);
+    if (!spec) return std::string("manifest: kind paged-store needs the role \"") + role + "\" (" +
+                      (nvfp4 ? "the tensor scale g" : "the decode scale") + ")";
+    if (auto e = read_floats(files.inputs, role, *spec, static_cast<std::size_t>(kernels::kMaxPagedHeads), role == std::string("k_scale") ? &k : &v); !e.empty())
+      return e;
+  }
+  if (k.size() != v.size() || (k.size() != 1 && static_cast<std::int64_t>(k.size()) != L.heads))
+    return "k_scale, v_scale: give one scale each, or one a head (" + std::to_string(L.heads) + ") each";
+  s.per_head_scales = k.size() > 1;
+  for (std::size_t h = 0; h < k.size(); ++h) p.scales.k[h] = k[h], p.scales.v[h] = v[h];
+  return {};
+}
+
 }  // namespace
 
-std::string load_port(const PortFiles& files, LoadedPort* out) {
+std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* recipe) {
   std::string path = files.manifest;
   if (path.empty()) {
     path = files.outputs + "/manifest.json";
@@ -88,6 +234,13 @@ std::string load_port(const PortFiles& files, LoadedPort* out) {
   out->recipe = text_of(m.get("recipe"));
   const Json* tensors = m.get("tensors");
   if (!tensors || tensors->kind != Json::Kind::object) return "manifest: " + path + " has no \"tensors\" object";
+  const std::string kind = text_of(m.get("kind"));
+  if (kind == "paged-store") {
+    out->kind = PortKind::paged_store;
+    return load_paged(files, m, *tensors, recipe, out);
+  }
+  if (!kind.empty() && kind != "quantize")
+    return "manifest: \"kind\" is quantize or paged-store, got '" + kind + "'";
   for (const auto& [role, spec] : tensors->members)
     if (role != "x" && role != "codes" && role != "block_scales" && role != "global_scale" && role != "dequantized")
       return "manifest: unknown role '" + role + "' (x, codes, block_scales, global_scale, dequantized)";

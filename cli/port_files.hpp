@@ -2,9 +2,11 @@
 // (docs/ports.md "Manifest"). Read into ports::PortData for kvq verify / kvq identify.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "oracle/verify.hpp"
+#include "oracle/verify_paged.hpp"
 
 namespace kvq::cli {
 
@@ -13,13 +15,21 @@ struct PortFiles {
   std::string manifest;         // empty: OUTPUTS/manifest.json, else INPUTS/manifest.json
 };
 
+// The manifest's "kind": what the port computes (docs/ports.md). quantize (the default): a flat
+// quantizer, read into `data`; paged-store: a paged KV store, read into `paged` (its layout and
+// recipe fixed by the recipe the command names, given to load_port).
+enum class PortKind : std::uint8_t { quantize, paged_store };
+
 struct LoadedPort {
+  PortKind kind = PortKind::quantize;
   ports::PortData data;
+  ports::PagedPort paged;
   std::string recipe;    // the manifest's "recipe", if any
   std::string manifest;  // the path read
 };
 
-// "" on success, else a message naming the file and the role.
-std::string load_port(const PortFiles& files, LoadedPort* out);
+// "" on success, else a message naming the file and the role. recipe: the recipe the command
+// checks against (the paged kinds read their caches' layout from it; nullptr: the flat kind only).
+std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* recipe = nullptr);
 
 }  // namespace kvq::cli

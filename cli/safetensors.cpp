@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "cli/json.hpp"
+#include "cli/npy.hpp"
 #include "cli/untrusted.hpp"
 
 namespace kvq::cli {
@@ -12,9 +13,10 @@ std::string descr_of(const std::string& dtype) {
   if (dtype == "F16") return "<f2";
   if (dtype == "BF16" || dtype == "U16") return "<u2";
   if (dtype == "U8" || dtype == "I8" || dtype.starts_with("F8_") || dtype == "BOOL") return "|u1";
+  if (dtype == "I32") return "<i4";
+  if (dtype == "I64") return "<i8";
   return {};
 }
-int item_size(const std::string& descr) { return descr == "<f4" ? 4 : (descr == "|u1" ? 1 : 2); }
 }  // namespace
 
 std::string read_safetensors(const std::string& path, const std::string& name, NpyArray* out, std::string* dtype) {
@@ -54,22 +56,25 @@ std::string read_safetensors(const std::string& path, const std::string& name, N
   if (!type || !shape || !offsets || offsets->items.size() != 2) return what + ": header lacks dtype, shape or data_offsets";
   *dtype = type->text;
   out->descr = descr_of(type->text);
-  if (out->descr.empty()) return what + ": dtype " + type->text + " is not F32, F16, BF16, U16, U8, I8 or F8_*";
+  if (out->descr.empty()) return what + ": dtype " + type->text + " is not F32, F16, BF16, U16, U8, I8, F8_*, I32 or I64";
   out->shape.clear();
   for (const auto& d : shape->items) {
     const auto dim = d.kind == Json::Kind::number ? integer_of(d.number, 0, kMaxJsonInteger) : std::nullopt;
     if (!dim) return what + ": shape holds something other than a non-negative integer";
     out->shape.push_back(*dim);
   }
-  const auto begin = offsets->items[0].kind == Json::Kind::number ? integer_of(offsets->items[0].number, 0, kMaxJsonInteger) : std::nullopt;
-  const auto end = offsets->items[1].kind == Json::Kind::number ? integer_of(offsets->items[1].number, 0, kMaxJsonInteger) : std::nullopt;
-  if (!begin || !end) return what + ": data_offsets are not two non-negative integers";
+  std::int64_t range[2] = {};  // data_offsets: begin, end
+  for (int i = 0; i < 2; ++i) {
+    const auto v = offsets->items[i].kind == Json::Kind::number ? integer_of(offsets->items[i].number, 0, kMaxJsonInteger) : std::nullopt;
+    if (!v) return what + ": data_offsets are not two non-negative integers";
+    range[i] = *v;
+  }
   const auto count = checked_product(out->shape);
-  const auto bytes = count ? checked_mul(*count, item_size(out->descr)) : std::nullopt;
-  if (!bytes || *end < *begin || *end - *begin != *bytes) return what + ": data_offsets do not match shape and dtype";
-  if (*end > file_bytes - 8 - static_cast<std::int64_t>(header_length)) return what + ": data shorter than its offsets";
+  const auto bytes = count ? checked_mul(*count, npy_item_size(out->descr)) : std::nullopt;
+  if (!bytes || range[1] < range[0] || range[1] - range[0] != *bytes) return what + ": data_offsets do not match shape and dtype";
+  if (range[1] > file_bytes - 8 - static_cast<std::int64_t>(header_length)) return what + ": data shorter than its offsets";
   out->bytes.resize(static_cast<std::size_t>(*bytes));
-  in.seekg(static_cast<std::streamoff>(8 + header_length + *begin));
+  in.seekg(static_cast<std::streamoff>(8 + header_length + range[0]));
   if (!in.read(reinterpret_cast<char*>(out->bytes.data()), static_cast<std::streamsize>(*bytes)))
     return what + ": data shorter than its offsets";
   return {};

@@ -8,43 +8,32 @@
 namespace kvq::experiments {
 namespace {
 
-// CUDA satfinite element rule (formats/recipes.hpp element_conversion): RNE, saturate, NaN -> +max.
-constexpr Conversion kElementConversion{Rounding::nearest_even, Overflow::saturate, NanRule::max_positive};
-
 int emax_of(Format f) { return static_cast<int>(f.max_finite_code() >> f.mantissa_bits) - f.bias; }
 
 }  // namespace
 
-float block_format_tensor_scale(const BlockFormat& f, float amax) {
-  return amax / (448.0f * static_cast<float>(max_finite(f.element)));
+Recipe block_format_recipe(const BlockFormat& f, int n) {
+  Recipe r;
+  r.element = f.element;
+  r.block = n;
+  if (f.scale == BlockScaleKind::e8m0_floor) {
+    r.scale = BlockScale::e8m0_pow2;
+    r.pow2 = Pow2Rule::floor;
+  } else {
+    r.scale = BlockScale::e4m3_two_level;
+    r.tensor_divisor = 448.0f * element_max(r);
+  }
+  return r;
 }
 
 void quantize_block_format(const BlockFormat& f, float g, const float* x, int n, std::uint8_t* codes, float* y) {
-  float bmax = 0.0f;
-  for (int i = 0; i < n; ++i) bmax = std::fabs(x[i]) > bmax ? std::fabs(x[i]) : bmax;
-  if (f.scale == BlockScaleKind::e8m0_floor) {
-    int e = bmax == 0.0f ? -127 : recipe_detail::floor_log2(bmax) - emax_of(f.element);
-    e = e < -127 ? -127 : (e > 127 ? 127 : e);
-    const float down = pow2_float(-e), up = pow2_float(e);
-    for (int i = 0; i < n; ++i) {
-      codes[i] = static_cast<std::uint8_t>(encode_float(f.element, kElementConversion, x[i] * down));
-      y[i] = decode_float(f.element, codes[i]) * up;
-    }
-    return;
-  }
-  const float emax = static_cast<float>(max_finite(f.element));
-  const std::uint8_t sf8 = bmax == 0.0f ? std::uint8_t{0} : e4m3_satfinite_fast((bmax / emax) / g);
-  const float sf = e4m3_value_fast(sf8);
-  const float denominator = sf * g;
-  const bool zero = bmax == 0.0f || denominator == 0.0f;
-  for (int i = 0; i < n; ++i) {
-    codes[i] = static_cast<std::uint8_t>(encode_float(f.element, kElementConversion, zero ? x[i] * 0.0f : x[i] / denominator));
-    y[i] = (decode_float(f.element, codes[i]) * sf) * g;
-  }
+  const Recipe r = block_format_recipe(f, n);
+  const std::uint8_t scale = quantize_block(r, g, x, n, codes);
+  for (int i = 0; i < n; ++i) y[i] = dequantize_element(r, g, scale, codes[i]);
 }
 
 double model_qsnr_db(const BlockFormat& f, double rho, double kappa) {
-  const Format e = f.element;
+  const Format e = format_of(f.element);
   if (f.integer) {  // uniform grid: noise step^2/12 for every element, step = max / (2^(b-1) - 1)
     const double levels = std::ldexp(1.0, e.bits() - 1) - 1.0;
     return 10.0 * std::log10(12.0 * levels * levels / (rho * rho * kappa * kappa));

@@ -1,22 +1,15 @@
 // Block formats of the INT-vs-FP comparison (Chen et al. 2025): any element format (FP4/6/8, INT4/6/8)
 // under an E8M0 block scale (OCP MX FLOOR rule) or an E4M3 block scale under an FP32 tensor scale
-// (NVFP4's rule), quantized with the one codec; and the closed-form QSNR model of docs/studies.md.
-// The FP6 and INT6 elements live here, not in FormatId: only this study uses them.
+// (NVFP4's rule), each a Recipe that quantize_block quantizes (no second quantizer); and the
+// closed-form QSNR model of docs/studies.md.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
 
-#include "formats/format.hpp"
+#include "formats/recipes.hpp"
 
 namespace kvq::experiments {
-
-//                                       e  m  bias specials          signed has_zero
-inline constexpr Format kE2M3{           2, 3,    1, Specials::none,   true,  true};  // s.ee.mmm, max 7.5 (OCP FP6)
-inline constexpr Format kE3M2{           3, 2,    3, Specials::none,   true,  true};  // s.eee.mm, max 28 (OCP FP6)
-inline constexpr Format kINT6{           1, 4,    1, Specials::none,   true,  true};  // k/16, |k| <= 31 (INT6 as E1M4)
-static_assert(max_finite(kE2M3) == 7.5 && max_finite(kE3M2) == 28.0 && max_finite(kINT6) == 31.0 / 16);
-static_assert(min_subnormal(kE2M3) == 0.125 && min_subnormal(kE3M2) == 0.0625 && min_subnormal(kINT6) == 1.0 / 16);
 
 enum class BlockScaleKind : std::uint8_t {
   e8m0_floor,      // 2^(floor(log2 bmax) - emax(element)), elements x * 2^-e (OCP MX)
@@ -25,15 +18,17 @@ enum class BlockScaleKind : std::uint8_t {
 
 struct BlockFormat {
   std::string_view name;  // MXFP4, NVINT4, ...
-  Format element;
+  FormatId element;
   bool integer;           // INT element (uniform grid)
   BlockScaleKind scale;
 };
 
-// One block of n values: element codes and the dequantized values (FP32, as the recipes dequantize).
-// g is the tensor decode scale (amax / (448 * max element)) for e4m3_two_level, unused otherwise.
+// The format's recipe at block n: MX (E8M0, floor) or the NVFP4 reference rule with the tensor
+// divisor 448 * max(element) (formats/recipes.hpp).
+Recipe block_format_recipe(const BlockFormat& f, int n);
+// One block of n values through quantize_block: element codes and the dequantized values (FP32,
+// dequantize_element). g is tensor_scale(block_format_recipe(f, n), amax).
 void quantize_block_format(const BlockFormat& f, float g, const float* x, int n, std::uint8_t* codes, float* y);
-float block_format_tensor_scale(const BlockFormat& f, float amax);
 
 // The closed-form QSNR (dB) of docs/studies.md: a block of Gaussian values with crest factor kappa,
 // its maximum mapped to max(element) / rho by the scale.

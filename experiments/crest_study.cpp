@@ -23,11 +23,11 @@ struct FormatPair {
 constexpr auto kE8M0 = BlockScaleKind::e8m0_floor;
 constexpr auto kE4M3 = BlockScaleKind::e4m3_two_level;
 const std::array<FormatPair, 5> kPairs{{
-    {"mxint8/mxfp8", {"MXINT8", kINT8, true, kE8M0}, {"MXFP8", kE4M3FN, false, kE8M0}},
-    {"mxint6/mxfp6", {"MXINT6", kINT6, true, kE8M0}, {"MXFP6", kE2M3, false, kE8M0}},
-    {"mxint6/mxfp6-e3m2", {"MXINT6", kINT6, true, kE8M0}, {"MXFP6-E3M2", kE3M2, false, kE8M0}},
-    {"mxint4/mxfp4", {"MXINT4", kINT4, true, kE8M0}, {"MXFP4", kE2M1, false, kE8M0}},
-    {"nvint4/nvfp4", {"NVINT4", kINT4, true, kE4M3}, {"NVFP4", kE2M1, false, kE4M3}},
+    {"mxint8/mxfp8", {"MXINT8", FormatId::int8, true, kE8M0}, {"MXFP8", FormatId::e4m3fn, false, kE8M0}},
+    {"mxint6/mxfp6", {"MXINT6", FormatId::int6, true, kE8M0}, {"MXFP6", FormatId::e2m3, false, kE8M0}},
+    {"mxint6/mxfp6-e3m2", {"MXINT6", FormatId::int6, true, kE8M0}, {"MXFP6-E3M2", FormatId::e3m2, false, kE8M0}},
+    {"mxint4/mxfp4", {"MXINT4", FormatId::int4, true, kE8M0}, {"MXFP4", FormatId::e2m1, false, kE8M0}},
+    {"nvint4/nvfp4", {"NVINT4", FormatId::int4, true, kE4M3}, {"NVFP4", FormatId::e2m1, false, kE4M3}},
 }};
 
 constexpr double kBinWidth = 0.25;
@@ -67,7 +67,7 @@ struct Bin {
 double pooled_error2(const BlockFormat& f, const std::vector<float>& x, int n, std::vector<double>* per_block) {
   float amax = 0;
   for (const float v : x) amax = std::fabs(v) > amax ? std::fabs(v) : amax;
-  const float g = block_format_tensor_scale(f, amax);
+  const float g = tensor_scale(block_format_recipe(f, n), amax);
   std::vector<std::uint8_t> codes(n);
   std::vector<float> y(n);
   double total = 0;

@@ -8,8 +8,10 @@
 
 namespace kvq {
 
-enum class FormatId : std::uint8_t { e2m1, e4m3fn, e5m2, e8m0fnu, bf16, fp16, fp32, fp64, int4, int8 };
-inline constexpr int kFormatCount = 10;
+// Element formats take the next ids (a plug-in or file may hold one); e2m3, e3m2 and int6 are the
+// OCP FP6 elements and INT6, which no engine stores but the INT-vs-FP study compares.
+enum class FormatId : std::uint8_t { e2m1, e4m3fn, e5m2, e8m0fnu, bf16, fp16, fp32, fp64, int4, int8, e2m3, e3m2, int6 };
+inline constexpr int kFormatCount = 13;
 
 KVQ_HD constexpr Format format_of(FormatId id) {
   switch (id) {
@@ -23,6 +25,9 @@ KVQ_HD constexpr Format format_of(FormatId id) {
     case FormatId::fp64: return kFP64;
     case FormatId::int4: return kINT4;
     case FormatId::int8: return kINT8;
+    case FormatId::e2m3: return kE2M3;
+    case FormatId::e3m2: return kE3M2;
+    case FormatId::int6: return kINT6;
   }
   return kFP32;
 }
@@ -60,7 +65,8 @@ KVQ_HD constexpr ConventionRule convention_rule(ConventionId c, FormatId f) {
   const bool wide = f == FormatId::bf16 || f == FormatId::fp16 || f == FormatId::fp32 || f == FormatId::fp64;
   switch (c) {
     case ConventionId::ieee:  // IEEE 754 semantics, every rounding; the default for the wide formats
-      if (f == FormatId::e2m1) return rule(kAnyRounding, rne, ieee, NanRule::max_keep_sign);
+      if (f == FormatId::e2m1 || f == FormatId::e2m3 || f == FormatId::e3m2)  // OCP FP4/FP6: no inf, no NaN
+        return rule(kAnyRounding, rne, ieee, NanRule::max_keep_sign);
       return rule(kAnyRounding, rne, ieee, NanRule::payload_keep_sign);
     case ConventionId::cuda_satfinite:  // cuda_fp8.h / cuda_fp4.h with __NV_SATFINITE
     case ConventionId::cuda_nosat: {    // ... with __NV_NOSAT (E2M1 has no such flag: always saturates)

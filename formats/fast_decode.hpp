@@ -1,6 +1,6 @@
 // Dequantizing eight 4-bit element codes (E2M1 or INT4, sign-magnitude) at once: the dequantize
 // kernels' inner loop for the packed recipes. Equal bit for bit to dequantize_scaled_element
-// wherever it is used ("lean" spans, where no NaN can arise); the caller decides that once per
+// wherever it is used (NaN-free spans); the caller decides that once per
 // span from the scale code and g (nibble_scaling) and runs the general element code otherwise.
 // Host and device run the same integer and FP32 code; only the output packers use the device's
 // paired conversions (cvt.rn.bf16x2.f32, cvt.rn.f16x2.f32), held to bf16_rne_fast and
@@ -43,19 +43,19 @@ KVQ_HD inline float nibble_pattern(std::uint32_t isolated, int position, int mag
   return float_from_bits(copies & (0x80000000u | (7u << mag_shift)));
 }
 
-// The per-span factors of a lean span: element i's value is (pattern_i * a) * g, where the first
+// The per-span factors of a NaN-free span: element i's value is (pattern_i * a) * g, where the first
 // product is exact (value * sf * 2^-10 or value itself) and the second rounds once, as
 // dequantize_scaled_element's (v * sf) * g (v * sf is exact) or v * 2^e do.
 struct NibbleScaling {
-  bool lean;  // no NaN can arise: the general element code is not needed
+  bool nan_free;  // no NaN can arise: the general element code is not needed
   float a, g;
 };
 inline constexpr int kNibbleSplit = 10;  // two-level: a = sf * 2^(unscale - 10) <= 448 * 2^117, finite
 static_assert(kNibbleSplit == 10, "nibble_scaling's bound on g is 2^(128 - kNibbleSplit) = 2^118");
 
-// Two-level (E4M3 scale sf under g): lean unless sf is NaN (0x7F, 0xFF) or |g| >= 2^118 (g * 2^10
+// Two-level (E4M3 scale sf under g): NaN-free unless sf is NaN (0x7F, 0xFF) or |g| >= 2^118 (g * 2^10
 // would not be exact; inf and NaN included). Then (v * sf) * g has no NaN: v * sf is finite and
-// g finite. E8M0 (2^e): lean unless the scale is NaN (0xFF). Never lean for a recipe that writes
+// g finite. E8M0 (2^e): NaN-free unless the scale is NaN (0xFF). Never NaN-free for a recipe that writes
 // +0 for a zero (dequantize_unsigned_zero: the general element code does).
 KVQ_HD inline NibbleScaling nibble_scaling(const Recipe& r, std::uint8_t scale_code, float g) {
   const NibbleFormat f = nibble_format(r.element);
@@ -65,9 +65,9 @@ KVQ_HD inline NibbleScaling nibble_scaling(const Recipe& r, std::uint8_t scale_c
     const float split = float_from_bits(static_cast<std::uint32_t>(kNibbleSplit + 127) << 23);
     const bool g_exact = fabsf(g) < 0x1p118f;  // 2^(128 - kNibbleSplit); first, so a kernel decides it once
     // Encode and amax tensor parameters ((v * sf) / e, ((v * sf) * amax) / D) take the general code.
-    const bool lean = g_exact & ((scale_code & 0x7Fu) != 0x7Fu) & (r.tensor_param == TensorParam::decode) &
+    const bool nan_free = g_exact & ((scale_code & 0x7Fu) != 0x7Fu) & (r.tensor_param == TensorParam::decode) &
                       !r.dequantize_unsigned_zero;
-    return {lean, sf * (unscale / split), g * split};
+    return {nan_free, sf * (unscale / split), g * split};
   }
   return {r.scale == BlockScale::e8m0_pow2 && scale_code != 0xFF && !r.dequantize_unsigned_zero, unscale,
           block_scale_value(r, scale_code)};
@@ -86,7 +86,7 @@ KVQ_HD inline void nibble_word_patterns(std::uint32_t w, int mag_shift, float* p
   }
 }
 
-// Eight codes of a word -> the FP32 values of a lean span.
+// Eight codes of a word -> the FP32 values of a NaN-free span.
 KVQ_HD inline void nibble_word_values(std::uint32_t w, int mag_shift, const NibbleScaling& k, float* y) {
   nibble_word_patterns(w, mag_shift, y);
   KVQ_UNROLL
@@ -112,16 +112,16 @@ KVQ_HD inline std::uint32_t fp16x2_rne_finite(float lo, float hi) {
 #endif
 }
 
-// The prefill workspace (requantize_e4m3) of a lean span: element i is e4m3(pattern_i * a * g),
+// The prefill workspace (requantize_e4m3) of a NaN-free span: element i is e4m3(pattern_i * a * g),
 // the exact product rounded once, with g = factor * 2^10 (two-level: a as nibble_scaling's) or
-// factor * 2^e (E8M0). Lean as nibble_scaling, and where g is finite (e4m3x2_of_products takes
+// factor * 2^e (E8M0). NaN-free as nibble_scaling, and where g is finite (e4m3x2_of_products takes
 // finite inputs; an inf factor leaves the general code). factor * 2^e may lose bits below FP32's
 // normal range, and then every |product| <= 6 * 2^-126 rounds to E4M3 +-0 either way.
 KVQ_HD inline NibbleScaling nibble_requant_scaling(const Recipe& r, std::uint8_t scale_code, float factor) {
   if (r.scale == BlockScale::e4m3_two_level) return nibble_scaling(r, scale_code, factor);
   NibbleScaling k = nibble_scaling(r, scale_code, 1.0f);  // k.g = 2^e
   k.g = factor * k.g;
-  k.lean = k.lean && fabsf(k.g) <= kFp32Max;
+  k.nan_free = k.nan_free && fabsf(k.g) <= kFp32Max;
   return k;
 }
 
@@ -152,7 +152,7 @@ KVQ_HD inline std::uint16_t e4m3x2_of_products(float a0, float b0, float a1, flo
 #endif
 }
 
-// Eight codes of a word -> eight workspace E4M3 codes of a lean span, as two little-endian words
+// Eight codes of a word -> eight workspace E4M3 codes of a NaN-free span, as two little-endian words
 // (elements 0-3, 4-7).
 KVQ_HD inline void nibble_word_e4m3(std::uint32_t w, int mag_shift, const NibbleScaling& k, std::uint32_t* out) {
   float t[8];
@@ -165,12 +165,12 @@ KVQ_HD inline void nibble_word_e4m3(std::uint32_t w, int mag_shift, const Nibble
 
 // The prefill workspace of 8-bit element codes (E4M3FN; INT8 sign-magnitude, value k / 64), four
 // codes a word. Element i becomes e4m3(v_i * g), the exact product rounded once, with g = factor
-// (per tensor) or factor * 2^e (E8M0), times 2^-6 for INT8 (whose v is then k). Lean unless the
+// (per tensor) or factor * 2^e (E8M0), times 2^-6 for INT8 (whose v is then k). NaN-free unless the
 // E8M0 scale is NaN (0xFF), a code is an E4M3 NaN (0x7F, 0xFF), or g is not finite. Where g lost
 // bits below FP32's normal range, |v * g| and the exact product are both < 448 * 2^-126 and round
 // to E4M3 +-0 alike, with the same sign (as nibble_requant_scaling argues for 4-bit codes).
 struct ByteRequantScaling {
-  bool lean;
+  bool nan_free;  // no NaN can arise
   float g;
 };
 KVQ_HD inline ByteRequantScaling byte_requant_scaling(const Recipe& r, std::uint8_t scale_code, float factor) {
@@ -192,14 +192,14 @@ KVQ_HD inline float byte_code_value(bool int8, std::uint32_t w, int i) {
   return float_from_bits(((b & 0x7Fu) << 20) | sign) * 0x1p120f;
 }
 
-// The factor of a lean span of 8-bit codes for dequantize: element i's value is
+// The factor of a NaN-free span of 8-bit codes for dequantize: element i's value is
 // byte_code_value(i) * g, the product dequantize_scaled_element rounds once: v * 2^e (E8M0; INT8:
 // k * 2^(e - 6), where 2^(e - 6) is exact, subnormal at worst, as is k / 64, so both round the
-// exact k * 2^(e - 6) once) or v * g (E4M3 per tensor). Lean unless the E8M0 scale is NaN (0xFF)
+// exact k * 2^(e - 6) once) or v * g (E4M3 per tensor). NaN-free unless the E8M0 scale is NaN (0xFF)
 // or a per-tensor g is not finite (0 * inf); two-level scales and INT8 per tensor (g * 2^-6 may
-// lose bits) are never lean. The caller also tests the codes for E4M3 NaNs (word_has_e4m3_nan).
+// lose bits) are never NaN-free. The caller also tests the codes for E4M3 NaNs (word_has_e4m3_nan).
 struct ByteScaling {
-  bool lean;
+  bool nan_free;  // no NaN can arise
   float g;
 };
 KVQ_HD inline ByteScaling byte_scaling(const Recipe& r, std::uint8_t scale_code, float g) {
@@ -211,7 +211,7 @@ KVQ_HD inline ByteScaling byte_scaling(const Recipe& r, std::uint8_t scale_code,
   return {false, g};
 }
 
-// Sixteen 8-bit codes of a lean span (four little-endian words) -> sixteen workspace E4M3 codes.
+// Sixteen 8-bit codes of a NaN-free span (four little-endian words) -> sixteen workspace E4M3 codes.
 KVQ_HD inline void byte_words_e4m3(bool int8, const std::uint32_t* in, float g, std::uint32_t* out) {
   KVQ_UNROLL
   for (int w = 0; w < 4; ++w) {

@@ -166,12 +166,13 @@ KVQ_HD inline std::uint32_t e4m3x4_satfinite_fast(const float* y) {
 #endif
 }
 
-// FP64 -> E4M3FN, CUDA satfinite RNE, rounded ONCE: first to FP32 rounding to odd (toward zero,
-// then the last bit set if anything was dropped), then RNE to E4M3. FP32 keeps 24 bits, more than
-// E4M3's 4 plus a rounding and a sticky bit, so the odd last bit stands for every dropped bit and
-// the second rounding equals one rounding of the double (Boldo and Melquiond's round-to-odd
-// theorem). Below FP32's normal range every E4M3 result is +-0, which the odd value keeps.
-KVQ_HD inline std::uint8_t e4m3_satfinite_from_double_fast(double x) {
+// FP64 -> FP32 rounding to odd: toward zero, then the last bit set if anything was dropped (NaN
+// stays NaN). A format of at most 22 significant bits rounded from it (RNE) is the double rounded
+// ONCE: FP32 keeps 24 bits, more than the target's plus a rounding and a sticky bit, so the odd
+// last bit stands for every dropped bit (Boldo and Melquiond's round-to-odd theorem); below FP32's
+// normal range the odd value keeps every such result's +-0 or smallest subnormal side. Always
+// inlined: the E4M3 workspace's general element code calls it in the kernels.
+KVQ_HD KVQ_KERNEL_INLINE float fp32_round_to_odd(double x) {
 #if defined(__CUDA_ARCH__)
   float f = __double2float_rz(x);
 #else
@@ -179,8 +180,12 @@ KVQ_HD inline std::uint8_t e4m3_satfinite_from_double_fast(double x) {
   if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);  // toward zero
 #endif
   if (static_cast<double>(f) != x && x == x) f = float_from_bits(bits_of(f) | 1u);
-  return e4m3_satfinite_fast(f);
+  return f;
 }
+
+// FP64 -> E4M3FN, CUDA satfinite RNE, rounded ONCE (fp32_round_to_odd, then RNE to E4M3). Below
+// FP32's normal range every E4M3 result is +-0, which the odd value keeps.
+KVQ_HD inline std::uint8_t e4m3_satfinite_from_double_fast(double x) { return e4m3_satfinite_fast(fp32_round_to_odd(x)); }
 
 // E4M3FN code -> FP32 (exact; NaN codes give a NaN, payload unspecified).
 KVQ_HD inline float e4m3_value_fast(std::uint8_t code) {

@@ -85,6 +85,9 @@ inline constexpr Format kFP64{          11, 52, 1023, Specials::ieee,         tr
 // rest). Codes are sign-magnitude (two's complement: packing.hpp); RNE on this grid is ties-to-even k.
 inline constexpr Format kINT4{           1,  2,    1, Specials::none,         true,  true};   // k/4, |k| <= 7
 inline constexpr Format kINT8{           1,  6,    1, Specials::none,         true,  true};   // k/64, |k| <= 127 (OCP MXINT8)
+inline constexpr Format kE2M3{           2,  3,    1, Specials::none,         true,  true};   // s.ee.mmm, max 7.5 (OCP FP6)
+inline constexpr Format kE3M2{           3,  2,    3, Specials::none,         true,  true};   // s.eee.mm, max 28 (OCP FP6)
+inline constexpr Format kINT6{           1,  4,    1, Specials::none,         true,  true};   // k/16, |k| <= 31 (INT6 as E1M4)
 
 // The exact value of a finite code, by the textbook formula (constexpr, so the
 // limits below are pinned at compile time). NaN and inf are not finite codes.
@@ -119,6 +122,8 @@ static_assert(max_finite(kBF16) == 0x1.FEp127 && max_finite(kFP16) == 65504.0);
 static_assert(min_subnormal(kFP32) == 0x1p-149 && max_finite(kFP32) == 0x1.FFFFFEp127);
 static_assert(kE4M3FN.is_nan(0x7F) && kE4M3FN.is_nan(0xFF) && !kE4M3FN.is_nan(0x7E));
 static_assert(max_finite(kINT4) == 1.75 && min_subnormal(kINT4) == 0.25 && min_normal(kINT4) == 1.0);
+static_assert(max_finite(kE2M3) == 7.5 && max_finite(kE3M2) == 28.0 && max_finite(kINT6) == 31.0 / 16);
+static_assert(min_subnormal(kE2M3) == 0.125 && min_subnormal(kE3M2) == 0.0625 && min_subnormal(kINT6) == 1.0 / 16);
 static_assert(max_finite(kINT8) == 127.0 / 64 && min_subnormal(kINT8) == 1.0 / 64 && kINT8.max_finite_code() == 0x7F);
 static_assert(kE5M2.is_inf(0x7C) && kE5M2.is_nan(0x7D) && kE5M2.is_inf(0xFC));
 

@@ -10,7 +10,7 @@
 namespace kvq {
 
 inline constexpr std::array<std::string_view, kFormatCount> kFormatNames{
-    "e2m1", "e4m3fn", "e5m2", "e8m0fnu", "bf16", "fp16", "fp32", "fp64", "int4", "int8"};
+    "e2m1", "e4m3fn", "e5m2", "e8m0fnu", "bf16", "fp16", "fp32", "fp64", "int4", "int8", "e2m3", "e3m2", "int6"};
 inline constexpr std::array<std::string_view, kFormatCount> kFormatSummaries{
     "s.ee.m, bias 1, max 6, no inf, no NaN",
     "s.eeee.mmm, bias 7, max 448, no inf, NaN = S.1111.111",
@@ -21,7 +21,10 @@ inline constexpr std::array<std::string_view, kFormatCount> kFormatSummaries{
     "s.8e.23m, bias 127, IEEE",
     "s.11e.52m, bias 1023, IEEE",
     "INT4 as k/4, k in -7..7 (s.e.mm, bias 1), sign-magnitude codes",
-    "INT8 as k/64, k in -127..127 (s.e.mmmmmm, bias 1; OCP MXINT8), sign-magnitude codes"};
+    "INT8 as k/64, k in -127..127 (s.e.mmmmmm, bias 1; OCP MXINT8), sign-magnitude codes",
+    "s.ee.mmm, bias 1, max 7.5, no inf, no NaN (OCP FP6)",
+    "s.eee.mm, bias 3, max 28, no inf, no NaN (OCP FP6)",
+    "INT6 as k/16, k in -31..31 (s.e.mmmm, bias 1), sign-magnitude codes"};
 
 inline constexpr std::array<std::string_view, kConventionCount> kConventionNames{
     "ieee", "cuda-satfinite", "cuda-nosat", "ml_dtypes", "torch", "ocp"};

@@ -219,14 +219,14 @@ KVQ_HD constexpr int element_emax(const Recipe& r) {
   return static_cast<int>(f.max_finite_code() >> f.mantissa_bits) - f.bias;
 }
 
-// Elements convert like CUDA's satfinite intrinsics (NaN -> 0x7F for E4M3, +6 for E2M1; INT
-// elements, which no intrinsic has, the same way as E2M1: saturate, NaN -> +max), with the
-// recipe's rounding (nearest_away = SGLang's ">= threshold" rule).
+// Elements convert like CUDA's satfinite intrinsics (NaN -> 0x7F for E4M3, +6 for E2M1; elements
+// that kvq has no CUDA convention for, INT and FP6, the same way as E2M1: saturate, NaN -> +max),
+// with the recipe's rounding (nearest_away = SGLang's ">= threshold" rule).
 KVQ_HD constexpr Conversion element_conversion(const Recipe& r) {
-  const bool integer = r.element == FormatId::int4 || r.element == FormatId::int8;
+  const bool borrowed = !convention_has(ConventionId::cuda_satfinite, r.element);
   const ConventionId convention =
       r.element_cast == ElementCast::nonsaturating ? ConventionId::torch : ConventionId::cuda_satfinite;
-  Conversion c = convention_rule(convention, integer ? FormatId::e2m1 : r.element).conversion;
+  Conversion c = convention_rule(convention, borrowed ? FormatId::e2m1 : r.element).conversion;
   c.rounding = r.element_rounding;
   return c;
 }
@@ -435,6 +435,15 @@ KVQ_HD inline int e8m0_block_exponent(const Recipe& r, float bmax) {
 }
 KVQ_HD inline std::uint8_t e8m0_code(const Recipe& r, int e) { return static_cast<std::uint8_t>(e + r.e8m0_bias); }
 
+// What a block's elements become before their conversion, decided by the scale rule alone:
+// q = x / by, q = x * by (by = 0 zeroes a block: x * 0 keeps the sign), or NaN (a NaN scale).
+enum class ElementOp : std::uint8_t { divide, multiply, nan };
+struct BlockPlan {
+  std::uint8_t scale_code = 0;  // E4M3 or E8M0 code; 0 for tensor_only
+  ElementOp op = ElementOp::multiply;
+  float by = 0.0f;
+};
+
 namespace recipe_detail {
 
 // torchao's clamp of the block decode scale to [2^-6, 448] before its cast, where the recipe has it.
@@ -450,13 +459,17 @@ KVQ_HD inline void encode_two_level(const Recipe& r, const float* x, int n, bool
     codes[i] = encode_element(r, zero ? x[i] * 0.0f : (divide ? recipe_detail::divide(r, x[i], by) : x[i] * by));
 }
 
-// The reference scale rule for the block decode scale (bmax/divisor)/g; codes filled, sf8 returned.
-KVQ_HD inline std::uint8_t two_level_reference(const Recipe& r, float g, const float* x, int n, float bmax,
-                                               float divisor, std::uint8_t* codes) {
-  // (bmax / m) / g, bmax / (m * g), or (bmax / m) * e for an encode parameter (Recipe::scale_form).
-  const bool encode = r.tensor_param == TensorParam::encode;
-  const float ratio = in_scale_dtype(r, divide_by_constant(r, bmax, divisor));  // 16-bit statistics: rounded
-  float s = r.scale_form == ScaleForm::over_product ? divide(r, bmax, divisor * g) : (encode ? ratio * g : divide(r, ratio, g));
+// The reference rule's block scale from its decode scale s, however s was computed (IEEE division
+// in two_level_reference and two_level_plan; reciprocals in formats/packed_quantize.hpp's lean
+// plan): the zero-scale substitutes, the clamp, the guards and the E4M3 scale code. One rule for
+// quantize_block and every plan built on it.
+struct TwoLevelScale {
+  std::uint8_t sf8 = 0;      // the stored E4M3 scale code
+  float sf = 0.0f;           // its value
+  float denominator = 0.0f;  // sf * g (a decode parameter g) or sf / g (an encode parameter)
+  bool zero = false;         // the elements are x * 0 (a guarded block)
+};
+KVQ_HD inline TwoLevelScale two_level_scale(const Recipe& r, float g, float bmax, float s) {
   if (r.zero_scale != 0.0f && !r.zero_scale_after_cast && s == 0.0f) s = r.zero_scale;  // ModelOpt: 1.0
   s = clamped_scale(r, s);
   // The block-max guard also stores scale 0: an all-zero tensor (g = 0) would compute 0/0 and
@@ -467,14 +480,60 @@ KVQ_HD inline std::uint8_t two_level_reference(const Recipe& r, float g, const f
   if (r.zero_scale != 0.0f && r.zero_scale_after_cast && (sf8 & 0x7Fu) == 0)
     sf8 = e4m3_satfinite_fast(r.zero_scale);  // compressed-tensors: 0.125
   const float sf = e4m3_value_fast(sf8);
-  const float denominator = encode ? divide(r, sf, g) : sf * g;
+  const float denominator = r.tensor_param == TensorParam::encode ? divide(r, sf, g) : sf * g;
   const bool zero = zero_block || (r.zero_guard == ZeroGuard::rounded_scale && sf == 0.0f) ||
                     (r.zero_guard == ZeroGuard::block_and_scale && denominator == 0.0f);
-  const bool divides = r.apply == Apply::divide;
-  const float multiplier = encode ? divide(r, g, sf) : divide(r, divide(r, 1.0f, g), sf);  // torchao: (1/g)/sf
-  encode_two_level(r, x, n, zero, divides, divides ? denominator : multiplier, codes);
-  return sf8;
+  return {sf8, sf, denominator, zero};
 }
+// The reference rule's element multiplier (Apply::multiply) from the scale's value: (1/g)/sf
+// (torchao), or g/sf for an encode parameter.
+KVQ_HD inline float two_level_multiplier(const Recipe& r, float g, float sf) {
+  return r.tensor_param == TensorParam::encode ? divide(r, g, sf) : divide(r, divide(r, 1.0f, g), sf);
+}
+
+// The reference scale rule for the block decode scale (bmax/divisor)/g; codes filled, sf8 returned.
+KVQ_HD inline std::uint8_t two_level_reference(const Recipe& r, float g, const float* x, int n, float bmax,
+                                               float divisor, std::uint8_t* codes) {
+  // (bmax / m) / g, bmax / (m * g), or (bmax / m) * e for an encode parameter (Recipe::scale_form).
+  const bool encode = r.tensor_param == TensorParam::encode;
+  const float ratio = in_scale_dtype(r, divide_by_constant(r, bmax, divisor));  // 16-bit statistics: rounded
+  const float s = r.scale_form == ScaleForm::over_product ? divide(r, bmax, divisor * g) : (encode ? ratio * g : divide(r, ratio, g));
+  const TwoLevelScale k = two_level_scale(r, g, bmax, s);
+  const bool divides = r.apply == Apply::divide;
+  encode_two_level(r, x, n, k.zero, divides, divides ? k.denominator : two_level_multiplier(r, g, k.sf), codes);
+  return k.sf8;
+}
+
+// The reference rule as a plan, from its block decode scale s = (bmax/divisor)/g however computed
+// (IEEE here; formats/packed_quantize.hpp: two_level_plan_lean): two_level_scale, and what the
+// elements become. multiplier(sf8, sf) gives (1/g)/sf.
+template <typename Multiplier>
+KVQ_HD inline BlockPlan two_level_plan_from(const Recipe& r, float g, float bmax, float s, const Multiplier& multiplier) {
+  const TwoLevelScale k = two_level_scale(r, g, bmax, s);
+  if (k.zero) return {k.sf8, ElementOp::multiply, 0.0f};
+  if (r.apply == Apply::divide) return {k.sf8, ElementOp::divide, k.denominator};
+  return {k.sf8, ElementOp::multiply, multiplier(k.sf8, k.sf)};  // torchao: x * ((1/g)/sf)
+}
+struct IeeeMultiplier {
+  float g;
+  KVQ_HD float operator()(std::uint8_t, float sf) const { return (1.0f / g) / sf; }
+};
+KVQ_HD inline BlockPlan two_level_plan(const Recipe& r, float g, float bmax, float divisor) {
+  return two_level_plan_from(r, g, bmax, (bmax / divisor) / g, IeeeMultiplier{g});
+}
+
+// FlashInfer (decode scale g) and vLLM (k_scale = g, encode scale 1/g): reciprocal arithmetic.
+KVQ_HD inline BlockPlan two_level_rcp_plan(const Recipe& r, float g, float bmax) {
+  const Reciprocal k = r.reciprocal;
+  const bool decode_api = r.two_level == TwoLevel::rcp_decode;
+  const float encode = decode_api ? reciprocal(k, g) : 1.0f / g;  // vLLM: 1/k_scale on the host
+  const float s = encode * (bmax * reciprocal(k, element_max(r)));
+  const std::uint8_t sf8 = e4m3_satfinite_fast(s);  // scale_conversion()
+  const float sf = e4m3_value_fast(sf8);
+  const bool guard = r.zero_guard == ZeroGuard::none || (r.zero_guard == ZeroGuard::block_max ? bmax != 0.0f : sf != 0.0f);
+  return {sf8, ElementOp::multiply, guard ? reciprocal(k, sf * (decode_api ? g : reciprocal(k, encode))) : 0.0f};
+}
+
 
 // The FP32 squared error sum((x - (v * sf) * g)^2) of a block's codes, in element order.
 KVQ_HD inline float two_level_squared_error(const Recipe& r, float g, const float* x, int n, std::uint8_t sf8,
@@ -574,16 +633,9 @@ KVQ_HD inline std::uint8_t quantize_two_level(const Recipe& r, float g, const fl
     }
     case TwoLevel::rcp_decode:
     case TwoLevel::rcp_encode: {
-      const Reciprocal k = r.reciprocal;
-      const bool decode_api = r.two_level == TwoLevel::rcp_decode;
-      const float encode = decode_api ? reciprocal(k, g) : 1.0f / g;  // vLLM: 1/k_scale on the host
-      const float s = encode * (bmax * reciprocal(k, emax));
-      const std::uint8_t sf8 = e4m3_satfinite_fast(s);  // scale_conversion()
-      const float sf = e4m3_value_fast(sf8);
-      const bool guard = r.zero_guard == ZeroGuard::none || (r.zero_guard == ZeroGuard::block_max ? bmax != 0.0f : sf != 0.0f);
-      const float out_scale = guard ? reciprocal(k, sf * (decode_api ? g : reciprocal(k, encode))) : 0.0f;
-      encode_two_level(r, x, n, false, false, out_scale, codes);
-      return sf8;
+      const BlockPlan p = two_level_rcp_plan(r, g, bmax);
+      encode_two_level(r, x, n, false, false, p.by, codes);
+      return p.scale_code;
     }
   }
   return 0;
@@ -651,65 +703,14 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block(const Recipe& r, float g, c
   return 0;
 }
 
-// What a block's elements become before their conversion, decided by the scale rule alone:
-// q = x / by, q = x * by (by = 0 zeroes a block: x * 0 keeps the sign), or NaN (a NaN scale).
-enum class ElementOp : std::uint8_t { divide, multiply, nan };
-struct BlockPlan {
-  std::uint8_t scale_code = 0;  // E4M3 or E8M0 code; 0 for tensor_only
-  ElementOp op = ElementOp::multiply;
-  float by = 0.0f;
-};
-
-namespace recipe_detail {
-
-// The reference scale rule from its block decode scale s = (bmax/divisor)/g, however computed (IEEE
-// here; formats/packed_quantize.hpp: two_level_plan_lean): the clamp, the guards, the scale code and
-// what the elements become. multiplier(sf8, sf) gives (1/g)/sf.
-template <typename Multiplier>
-KVQ_HD inline BlockPlan two_level_plan_from(const Recipe& r, float g, float bmax, float s, const Multiplier& multiplier) {
-  s = clamped_scale(r, s);
-  // The block-max guard also stores scale 0: an all-zero tensor (g = 0) would compute 0/0 and
-  // store the NaN scale 0x7F, a bug seen in a shipped checkpoint.
-  const bool zero_block =
-      r.zero_guard != ZeroGuard::rounded_scale && r.zero_guard != ZeroGuard::none && bmax == 0.0f;
-  const std::uint8_t sf8 = zero_block ? std::uint8_t{0} : e4m3_satfinite_fast(s);  // scale_conversion()
-  const float sf = e4m3_value_fast(sf8);
-  const float denominator = sf * g;
-  const bool zero = zero_block || (r.zero_guard == ZeroGuard::rounded_scale && sf == 0.0f) ||
-                    (r.zero_guard == ZeroGuard::block_and_scale && denominator == 0.0f);
-  if (zero) return {sf8, ElementOp::multiply, 0.0f};
-  if (r.apply == Apply::divide) return {sf8, ElementOp::divide, denominator};
-  return {sf8, ElementOp::multiply, multiplier(sf8, sf)};  // torchao: x * ((1/g)/sf)
-}
-struct IeeeMultiplier {
-  float g;
-  KVQ_HD float operator()(std::uint8_t, float sf) const { return (1.0f / g) / sf; }
-};
-KVQ_HD inline BlockPlan two_level_plan(const Recipe& r, float g, float bmax, float divisor) {
-  return two_level_plan_from(r, g, bmax, (bmax / divisor) / g, IeeeMultiplier{g});
-}
-
-// FlashInfer (decode scale g) and vLLM (k_scale = g, encode scale 1/g): reciprocal arithmetic.
-KVQ_HD inline BlockPlan two_level_rcp_plan(const Recipe& r, float g, float bmax) {
-  const Reciprocal k = r.reciprocal;
-  const bool decode_api = r.two_level == TwoLevel::rcp_decode;
-  const float encode = decode_api ? reciprocal(k, g) : 1.0f / g;  // vLLM: 1/k_scale on the host
-  const float s = encode * (bmax * reciprocal(k, element_max(r)));
-  const std::uint8_t sf8 = e4m3_satfinite_fast(s);  // scale_conversion()
-  const float sf = e4m3_value_fast(sf8);
-  const bool guard = r.zero_guard == ZeroGuard::none || (r.zero_guard == ZeroGuard::block_max ? bmax != 0.0f : sf != 0.0f);
-  return {sf8, ElementOp::multiply, guard ? reciprocal(k, sf * (decode_api ? g : reciprocal(k, encode))) : 0.0f};
-}
-
-}  // namespace recipe_detail
-
 // The plan of a block with max |x| = bmax (NaN ignored) and any_nan = some element is NaN, for
 // every rule but four_over_six: the scale code quantize_block stores and what it does to the
 // elements, for code that encodes elements its own way (formats/packed_quantize.hpp). Its rules
 // are quantize_block's, held equal by the kernels' properties (packed/*: block by block against
-// quantize_block). The two-level rules are written twice on purpose: quantize_block built on these
-// plans puts the 8-bit kernels' arrays in local memory and raises the nvfp4-4over6 kernel from 72
-// to 96 registers through its fallback path (docs/performance.md).
+// quantize_block). The scale rules are shared with quantize_block (two_level_scale,
+// two_level_rcp_plan, the e8m0_* rules); quantize_block applies its elements itself rather than
+// through a plan: built on plans it put the 8-bit kernels' arrays in local memory and raised the
+// nvfp4-4over6 kernel from 72 to 96 registers through its fallback path (docs/performance.md).
 // Not for engine variants (is_engine_variant: their fields are quantize_block's alone; every caller
 // gates on it).
 KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool any_nan) {

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "kernels/benchmark.hpp"
+#include "kernels/device_launch.cuh"
 #include "kernels/paged_store.hpp"
 
 namespace kvq::kernels {
@@ -23,7 +24,7 @@ __global__ void fill_kernel(DType t, void* x, std::int64_t count, std::int64_t c
   }
 }
 
-Status status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
+using launch::status;
 
 }  // namespace
 

@@ -66,31 +66,15 @@ KVQ_HD inline void store_u32(std::uint8_t* p, std::uint32_t v) {
   KVQ_UNROLL
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::uint8_t>(v >> (8 * i));
 }
-KVQ_HD inline std::uint32_t load_u32(const std::uint8_t* p) {
-#if defined(__CUDA_ARCH__)
-  if (io::aligned(p, 4)) return *reinterpret_cast<const std::uint32_t*>(p);  // one load (little-endian)
-#endif
-  return p[0] | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
-}
 KVQ_HD inline std::uint16_t load_u16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 KVQ_HD inline float canonical(float v) { return v != v ? canonical_nan() : v; }
-// FP64 -> BF16, RNE, IEEE overflow, rounded ONCE: to FP32 rounding to odd (toward zero, the last
-// bit set when inexact), then RNE to BF16 (formats/fast_paths.hpp's E4M3 path does the same).
-// FP32's 24 bits cover BF16's 8 plus a rounding and a sticky bit over BF16's whole range,
-// subnormals included; past FP32 max the odd FLT_MAX rounds to inf. x is never NaN here.
-KVQ_HD inline std::uint16_t bf16_rne_from_double(double x) {
-#if defined(__CUDA_ARCH__)
-  float f = __double2float_rz(x);
-#else
-  float f = static_cast<float>(x);
-  if (std::fabs(static_cast<double>(f)) > std::fabs(x)) f = std::nextafter(f, 0.0f);
-#endif
-  if (static_cast<double>(f) != x) f = float_from_bits(bits_of(f) | 1u);
-  return bf16_rne_fast(f);
-}
+// FP64 -> BF16, RNE, IEEE overflow, rounded ONCE: fp32_round_to_odd (formats/fast_paths.hpp), then
+// RNE to BF16. FP32's 24 bits cover BF16's 8 plus a rounding and a sticky bit over BF16's whole
+// range, subnormals included; past FP32 max the odd FLT_MAX rounds to inf.
+KVQ_HD inline std::uint16_t bf16_rne_from_double(double x) { return bf16_rne_fast(fp32_round_to_odd(x)); }
 // The FP32 value of a stored tile scale (656: FP32 bits; MODEL1: an E8M0 byte, 0xFF = NaN).
 KVQ_HD inline float tile_scale(const MlaLayout& l, const std::uint8_t* p) {
-  if (l.segment(MlaPart::tile_scales).format == FormatId::fp32) return float_from_bits(load_u32(p));
+  if (l.segment(MlaPart::tile_scales).format == FormatId::fp32) return float_from_bits(io::load_word<false>(p));
   return e8m0_value(p[0]);
 }
 
@@ -100,7 +84,7 @@ KVQ_HD inline float tile_scale(const MlaLayout& l, const std::uint8_t* p) {
 // token, so a warp writes contiguous bytes): chunks 0..31 copy 16 nope bytes, chunk 32 writes the
 // four FP32 tile scales, chunks 33..40 widen 8 rope codes each to BF16. `fold` keeps the nope
 // values exactly and rounds the rope once: the exact e4m3 * k_scale (FP64, exact) to BF16.
-inline constexpr int kRequantChunkBytes = 16;
+inline constexpr int kRequantChunkBytes = io::kVectorBytes;
 inline constexpr int kRequantChunks = kMlaFp8NopeBlockScaleBf16Rope.token_bytes() / kRequantChunkBytes;
 static_assert(kRequantChunks * kRequantChunkBytes == kMlaFp8NopeBlockScaleBf16Rope.token_bytes());
 KVQ_HD inline void requantize_576_to_656_chunk(std::int64_t block_size, const std::uint8_t* src, float k_scale,
@@ -144,8 +128,8 @@ KVQ_HD inline void requantize_576_to_656_chunk(std::int64_t block_size, const st
 // the tile's E8M0 code comes from the combined max (mla_tile_scale_code, quantize_block's rule
 // for the tile recipe), then each chunk encodes its values. The twin combines in a loop
 // (mla_quantize_token), the kernel by warp shuffles; the stored bytes are the same.
-inline constexpr int kQuantChunk = 16;  // nope dims a chunk (16 E4M3 bytes out)
-inline constexpr int kRopeChunk = 8;    // rope dims a chunk (16 BF16 bytes in and out)
+inline constexpr int kQuantChunk = io::kVectorBytes;  // nope dims a chunk (one vector of E4M3 bytes out)
+inline constexpr int kRopeChunk = io::kVectorBytes / 2;  // rope dims a chunk (one vector of BF16 in and out)
 KVQ_HD constexpr int mla_nope_chunks(const MlaLayout& l) { return l.nope_dims() / kQuantChunk; }
 KVQ_HD constexpr int mla_rope_chunks(const MlaLayout& l) { return l.rope_dims() / kRopeChunk; }
 inline constexpr int kMlaMaxTiles = 8;

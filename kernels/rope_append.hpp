@@ -234,92 +234,19 @@ KVQ_HD inline RopeGroup part_group(const RopePartShape& p, int k) {
   return it;
 }
 
-KVQ_HD inline float cos_sin_at(const float* p) {
-#if defined(__CUDA_ARCH__)
-  return __ldg(p);
-#else
-  return *p;
-#endif
-}
-
-// n cos or sin values. Every head of a token reads the same row, so through the cache (the inputs'
-// loads are streamed: read once). kAligned: p is 16-byte aligned and n % 4 == 0 (not checked).
-template <bool kAligned>
-KVQ_HD inline void load_cos_sin(const float* p, int n, float* out) {
-#if defined(__CUDA_ARCH__)
-  if (kAligned || (io::aligned(p, 16) && n % 4 == 0)) {
+// The E4M3 codes of the kN scaled values y at dst, four a word, streamed (kAligned: dst is aligned
+// to 16 bytes, or to its size when kN < 16; not checked).
+template <int kN, bool kAligned>
+KVQ_HD inline void store_e4m3(std::uint8_t* dst, const float* y) {
+  if constexpr (kN % 4 == 0) {
+    std::uint32_t words[kN / 4];
     KVQ_UNROLL
-    for (int k = 0; k < n / 4; ++k) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(p) + k);
-      out[4 * k] = v.x;
-      out[4 * k + 1] = v.y;
-      out[4 * k + 2] = v.z;
-      out[4 * k + 3] = v.w;
-    }
+    for (int k = 0; k < kN / 4; ++k) words[k] = e4m3x4_satfinite_fast(y + 4 * k);
+    io::store_words<true, kAligned ? 16 : 1>(dst, words, kN / 4);
   } else {
     KVQ_UNROLL
-    for (int i = 0; i < n; ++i) out[i] = cos_sin_at(p + i);
+    for (int i = 0; i < kN; ++i) dst[i] = e4m3_satfinite_fast(y[i]);
   }
-#else
-  for (int i = 0; i < n; ++i) out[i] = p[i];
-#endif
-}
-
-// n input values from element `first` of x. kAligned: the span is 16-byte vectors aligned to 16, or
-// one 8-byte vector aligned to 8 (not checked), so the device loads vectors with no run-time test;
-// otherwise io::load_values tests and falls back to elements.
-template <bool kAligned>
-KVQ_HD inline void load_inputs(DType t, const void* x, std::int64_t first, int n, float* out) {
-#if defined(__CUDA_ARCH__)
-  if constexpr (kAligned) {
-    const int bytes = bytes_of(t), per_word = 4 / bytes;
-    const auto* base = reinterpret_cast<const uint4*>(static_cast<const unsigned char*>(x) + first * bytes);
-    KVQ_UNROLL
-    for (int v = 0; v < n * bytes / 16; ++v) {
-      const uint4 w = __ldcs(base + v);  // streamed: read once
-      io::unpack_word(t, w.x, out + (4 * v + 0) * per_word);
-      io::unpack_word(t, w.y, out + (4 * v + 1) * per_word);
-      io::unpack_word(t, w.z, out + (4 * v + 2) * per_word);
-      io::unpack_word(t, w.w, out + (4 * v + 3) * per_word);
-    }
-    if (n * bytes % 16 == 8) {  // a last 8-byte vector
-      const uint2 w = __ldcs(reinterpret_cast<const uint2*>(base + n * bytes / 16));
-      io::unpack_word(t, w.x, out + (n * bytes / 16 * 4) * per_word);
-      io::unpack_word(t, w.y, out + (n * bytes / 16 * 4 + 1) * per_word);
-    }
-    return;
-  }
-#endif
-  io::load_values(t, x, first, n, out);
-}
-
-// The E4M3 codes of the n scaled values y at dst: 16-, 8- or 4-byte vectors on the device where
-// aligned (kAligned: dst is aligned to 16 bytes, to 8 when n = 8, to 4 when n = 4; not checked).
-template <bool kAligned>
-KVQ_HD inline void store_e4m3(std::uint8_t* dst, const float* y, int n) {
-#if defined(__CUDA_ARCH__)
-  if (n % 16 == 0 && (kAligned || io::aligned(dst, 16))) {
-    KVQ_UNROLL
-    for (int k = 0; k < n / 16; ++k) {
-      const float* v = y + 16 * k;
-      __stcs(reinterpret_cast<uint4*>(dst) + k,
-             uint4{e4m3x4_satfinite_fast(v), e4m3x4_satfinite_fast(v + 4), e4m3x4_satfinite_fast(v + 8), e4m3x4_satfinite_fast(v + 12)});
-    }
-    return;
-  }
-  if (n % 8 == 0 && (kAligned || io::aligned(dst, 8))) {
-    KVQ_UNROLL
-    for (int k = 0; k < n / 8; ++k)
-      __stcs(reinterpret_cast<uint2*>(dst) + k, uint2{e4m3x4_satfinite_fast(y + 8 * k), e4m3x4_satfinite_fast(y + 8 * k + 4)});
-    return;
-  }
-  if (n == 4 && (kAligned || io::aligned(dst, 4))) {
-    __stcs(reinterpret_cast<unsigned int*>(dst), e4m3x4_satfinite_fast(y));
-    return;
-  }
-#endif
-  KVQ_UNROLL
-  for (int i = 0; i < n; ++i) dst[i] = e4m3_satfinite_fast(y[i]);
 }
 
 // The group's source: element 0 of its head vector in its input tensor (a flat part: of the token's
@@ -344,16 +271,16 @@ KVQ_HD inline GroupSource group_source(const RopeShape& s, const RopeInputs& in,
 }
 
 // A plain group's FP8 codes: E4M3(RN(x * scale)) of elements [first, first + kN) of src into out[0..kN);
-// kN = 0: count elements, one by one. kAligned: as load_inputs and store_e4m3.
+// kN = 0: count elements, one by one. kAligned: as io::load_values and store_e4m3.
 template <int kN, bool kAligned>
 KVQ_HD inline void quantize_group(DType t, const void* src, std::int64_t first, int count, float scale,
                                   std::uint8_t* out) {
   if constexpr (kN > 0) {
     float y[kN];
-    load_inputs<kAligned>(t, src, first, kN, y);
+    io::load_values<true, kAligned>(t, src, first, kN, y);
     KVQ_UNROLL
     for (int i = 0; i < kN; ++i) y[i] = mul_rn(y[i], scale);
-    store_e4m3<kAligned>(out, y, kN);
+    store_e4m3<kN, kAligned>(out, y);
   } else {
     for (int i = 0; i < count; ++i) out[i] = quantize_e4m3(load_value(t, src, first + i), scale);
   }
@@ -361,7 +288,7 @@ KVQ_HD inline void quantize_group(DType t, const void* src, std::int64_t first, 
 
 // A rope group's FP8 codes, written into `out` (element 0 of its rope output vector): load, rotate,
 // scale, convert. Pair p (frequency p) is (p, rope_dim/2 + p) for NeoX, (2p, 2p + 1) for GPT-J.
-// kN = kRopePairs: a whole group; kN = 0: it.count pairs, one by one. kAligned: as load_inputs and
+// kN = kRopePairs: a whole group; kN = 0: it.count pairs, one by one. kAligned: as io::load_values and
 // store_e4m3.
 template <int kN, bool kAligned>
 KVQ_HD inline void rotate_group(const RopeShape& s, const GroupSource& src, const float* cos_sin, const RopeGroup& it,
@@ -373,23 +300,23 @@ KVQ_HD inline void rotate_group(const RopeShape& s, const GroupSource& src, cons
       KVQ_UNROLL
       for (int q0 = p0; q0 < p0 + kN; q0 += kSub) {
         float lo[kSub], hi[kSub], c[kSub], sn[kSub], y_lo[kSub], y_hi[kSub];
-        load_inputs<kAligned>(s.input, src.src, q0, kSub, lo);
-        load_inputs<kAligned>(s.input, src.src, half + q0, kSub, hi);
-        load_cos_sin<kAligned>(cos_sin + q0, kSub, c);
-        load_cos_sin<kAligned>(cos_sin + half + q0, kSub, sn);
+        io::load_values<true, kAligned>(s.input, src.src, q0, kSub, lo);
+        io::load_values<true, kAligned>(s.input, src.src, half + q0, kSub, hi);
+        io::load_readonly_floats<kAligned>(cos_sin + q0, kSub, c);
+        io::load_readonly_floats<kAligned>(cos_sin + half + q0, kSub, sn);
         KVQ_UNROLL
         for (int i = 0; i < kSub; ++i) {
           y_lo[i] = mul_rn(rope_rotate(lo[i], hi[i], c[i], sn[i], true), src.scale);
           y_hi[i] = mul_rn(rope_rotate(hi[i], lo[i], c[i], sn[i], false), src.scale);
         }
-        store_e4m3<kAligned>(out + q0, y_lo, kSub);
-        store_e4m3<kAligned>(out + half + q0, y_hi, kSub);
+        store_e4m3<kSub, kAligned>(out + q0, y_lo);
+        store_e4m3<kSub, kAligned>(out + half + q0, y_hi);
       }
     } else {
       for (int p = p0; p < p0 + it.count; ++p) {
         const float lo = load_value(s.input, src.src, p);
         const float hi = load_value(s.input, src.src, half + p);
-        const float c = cos_sin_at(cos_sin + p), sn = cos_sin_at(cos_sin + half + p);
+        const float c = io::load_readonly(cos_sin + p), sn = io::load_readonly(cos_sin + half + p);
         out[p] = quantize_e4m3(rope_rotate(lo, hi, c, sn, true), src.scale);
         out[half + p] = quantize_e4m3(rope_rotate(hi, lo, c, sn, false), src.scale);
       }
@@ -398,20 +325,20 @@ KVQ_HD inline void rotate_group(const RopeShape& s, const GroupSource& src, cons
   }
   if constexpr (kN > 0) {
     float x[2 * kN], c[kN], sn[kN], y[2 * kN];
-    load_inputs<kAligned>(s.input, src.src, 2 * p0, 2 * kN, x);
-    load_cos_sin<kAligned>(cos_sin + p0, kN, c);
-    load_cos_sin<kAligned>(cos_sin + half + p0, kN, sn);
+    io::load_values<true, kAligned>(s.input, src.src, 2 * p0, 2 * kN, x);
+    io::load_readonly_floats<kAligned>(cos_sin + p0, kN, c);
+    io::load_readonly_floats<kAligned>(cos_sin + half + p0, kN, sn);
     KVQ_UNROLL
     for (int i = 0; i < kN; ++i) {
       y[2 * i] = mul_rn(rope_rotate(x[2 * i], x[2 * i + 1], c[i], sn[i], true), src.scale);
       y[2 * i + 1] = mul_rn(rope_rotate(x[2 * i + 1], x[2 * i], c[i], sn[i], false), src.scale);
     }
-    store_e4m3<kAligned>(out + 2 * p0, y, 2 * kN);
+    store_e4m3<2 * kN, kAligned>(out + 2 * p0, y);
   } else {
     for (int p = p0; p < p0 + it.count; ++p) {
       const float x0 = load_value(s.input, src.src, 2 * p);
       const float x1 = load_value(s.input, src.src, 2 * p + 1);
-      const float c = cos_sin_at(cos_sin + p), sn = cos_sin_at(cos_sin + half + p);
+      const float c = io::load_readonly(cos_sin + p), sn = io::load_readonly(cos_sin + half + p);
       out[2 * p] = quantize_e4m3(rope_rotate(x0, x1, c, sn, true), src.scale);
       out[2 * p + 1] = quantize_e4m3(rope_rotate(x1, x0, c, sn, false), src.scale);
     }
@@ -545,30 +472,6 @@ KVQ_HD inline void rope_token_work(const RopeShape& s, const RopeParts& p, const
   rope_part_work<RopePart::v, false, kWhole>(s, p.v, in, q, out, token, at, lane, lanes);
 }
 
-// count bytes from src to dst: 16-byte vectors (count 16 or 32: a whole group) or one 8-byte vector
-// on the device where aligned.
-KVQ_HD inline void copy_span(const std::uint8_t* src, std::uint8_t* dst, int count) {
-#if defined(__CUDA_ARCH__)
-  if ((count == 16 || count == 32) && io::aligned(src, 16) && io::aligned(dst, 16)) {
-    const auto* from = reinterpret_cast<const uint4*>(src);
-    auto* to = reinterpret_cast<uint4*>(dst);
-    if (count == 32) {
-      const uint4 a = __ldcs(from), b = __ldcs(from + 1);
-      __stcs(to, a);
-      __stcs(to + 1, b);
-    } else {
-      __stcs(to, __ldcs(from));
-    }
-    return;
-  }
-  if (count == 8 && io::aligned(src, 8) && io::aligned(dst, 8)) {
-    __stcs(reinterpret_cast<uint2*>(dst), __ldcs(reinterpret_cast<const uint2*>(src)));
-    return;
-  }
-#endif
-  for (int i = 0; i < count; ++i) dst[i] = src[i];
-}
-
 // Unfused (b): a K/V group (paged groups) copies its bytes from the contiguous intermediate into the
 // cache.
 KVQ_HD inline void append_group_work(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache,
@@ -579,9 +482,9 @@ KVQ_HD inline void append_group_work(const RopeShape& s, const KvBuffers& contig
   // style: the rope groups of a vector tile it alike, and the copy moves bytes, not pairs (NeoX's
   // pairs would be two spans of count bytes, half the vector apart).
   if (it.rope) {
-    copy_span(src + 2 * it.first, dst + 2 * it.first, 2 * it.count);
+    io::copy_bytes(src + 2 * it.first, dst + 2 * it.first, 2 * it.count);
   } else {
-    copy_span(src + it.first, dst + it.first, it.count);
+    io::copy_bytes(src + it.first, dst + it.first, it.count);
   }
 }
 

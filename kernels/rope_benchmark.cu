@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <numeric>
 
+#include "kernels/device_launch.cuh"
 #include "kernels/rope_append.hpp"
 #include "kernels/rope_benchmark.hpp"
 
 namespace kvq::kernels {
 namespace {
 
-Status status(cudaError_t e) { return e == cudaSuccess ? std::string() : std::string(cudaGetErrorString(e)); }
+using launch::status;
 
 // Device buffers of one benchmark, freed together.
 struct Buffers {

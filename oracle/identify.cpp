@@ -201,7 +201,7 @@ std::vector<Variant> variants_for(const PortData& d, int max_changes) {
         e->apply(v.how);
         v.changes.push_back(e->words);
       }
-      if (check_layout(d, v.how).empty()) out.push_back(std::move(v));
+      if (check_layout(d, v.how).ok()) out.push_back(std::move(v));
     };
     add({});
     if (max_changes >= 1)

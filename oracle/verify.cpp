@@ -4,15 +4,12 @@
 
 #include "formats/names.hpp"
 #include "oracle/oracle.hpp"
+#include "oracle/report_text.hpp"
 #include "oracle/verify.hpp"
 
 namespace kvq::ports {
-namespace {
 
-bool packed_element(const Recipe& r) { return format_of(r.element).bits() == 4; }
-int block_of(const Recipe& r) { return r.scale == BlockScale::tensor_only ? 1 : r.block; }
-
-std::string hex8(std::uint32_t v, int digits) {
+std::string hex_digits(std::uint32_t v, int digits) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%0*x", digits, v);
   return buf;
@@ -22,14 +19,17 @@ std::string number(double v) {
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
-
-// The exact decimal of an FP32 (every finite FP32 is a dyadic rational).
 std::string exact_decimal(float v) {
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   const oracle::Real r = oracle::real_of_float(v);
   return (r.negative ? "-" : "") + oracle::decimal_expansion(r.magnitude);
 }
+
+namespace {
+
+bool packed_element(const Recipe& r) { return format_of(r.element).bits() == 4; }
+int block_of(const Recipe& r) { return r.scale == BlockScale::tensor_only ? 1 : r.block; }
 
 // The effective decode scale D of a block from its scale code; 0 where the bound does not apply.
 long double block_scale(const Recipe& r, float g, std::uint8_t scale) {
@@ -112,7 +112,7 @@ const char* name_of(ScaleLayout l) {
   return "";
 }
 
-std::string check_layout(const PortData& d, const Interpretation& how) {
+Status check_layout(const PortData& d, const Interpretation& how) {
   const Recipe& r = how.recipe;
   std::ostringstream os;
   const std::int64_t n = d.rows * d.cols;
@@ -265,14 +265,14 @@ std::string describe(const PortData& d, const Interpretation& how, const std::st
              ? std::string("packed, element 2i in the ") + (how.nibbles == NibbleOrder::low_first ? "low" : "high") + " nibble"
              : std::string("one a byte"))
      << "; block " << (r.scale == BlockScale::tensor_only ? std::string("(per tensor)") : std::to_string(r.block) + ", scales " + name_of(how.scale_layout))
-     << "; tensor decode scale g = " << hex8(bits_of(c.g), 8) << " = " << number(c.g)
+     << "; tensor decode scale g = " << hex_digits(bits_of(c.g), 8) << " = " << number(c.g)
      << (d.global_scale ? (d.global_scale->is_output ? " (the port's)" : " (given to the port)") : " (amax / divisor)")
      << "\n";
   os << "  codes: " << c.code_mismatches << " of " << c.codes << " differ";
   if (r.scale != BlockScale::tensor_only) os << "; block scales: " << c.scale_mismatches << " of " << c.scales << " differ";
   if (c.global_scale_checked)
-    os << "; global scale: port " << hex8(bits_of(d.global_scale->value), 8) << " = " << number(d.global_scale->value)
-       << (c.global_scale_matches ? " matches" : ", expected " + hex8(bits_of(c.expected_global_scale), 8) + " = " +
+    os << "; global scale: port " << hex_digits(bits_of(d.global_scale->value), 8) << " = " << number(d.global_scale->value)
+       << (c.global_scale_matches ? " matches" : ", expected " + hex_digits(bits_of(c.expected_global_scale), 8) + " = " +
                                                      number(c.expected_global_scale) + " (ratio " +
                                                      number(static_cast<double>(d.global_scale->value) / c.expected_global_scale) + ")");
   if (c.dequantized_checked) os << "; dequantized: " << c.dequantized_mismatches << " of " << c.dequantized_checked << " differ";
@@ -280,26 +280,26 @@ std::string describe(const PortData& d, const Interpretation& how, const std::st
   if (!c.first_scales.empty()) {
     os << "  first block-scale differences (row, block: block max; expected -> actual):\n";
     for (const auto& s : c.first_scales)
-      os << "    (" << s.row << ", " << s.block << "): bmax " << hex8(bits_of(s.block_max), 8) << " = "
-         << exact_decimal(s.block_max) << "; " << hex8(s.expected, 2) << " (" << number(decode_float(scale_format, s.expected))
-         << ") -> " << hex8(s.actual, 2) << " (" << number(decode_float(scale_format, s.actual)) << ")\n";
+      os << "    (" << s.row << ", " << s.block << "): bmax " << hex_digits(bits_of(s.block_max), 8) << " = "
+         << exact_decimal(s.block_max) << "; " << hex_digits(s.expected, 2) << " (" << number(decode_float(scale_format, s.expected))
+         << ") -> " << hex_digits(s.actual, 2) << " (" << number(decode_float(scale_format, s.actual)) << ")\n";
   }
   if (!c.first_codes.empty()) {
     os << "  first code differences (row, col: input bits = exact value; scale expected/actual; code expected -> "
           "actual; decoded expected / actual):\n";
     for (const auto& e : c.first_codes) {
       const float x = float_from_bits(e.x_bits);
-      os << "    (" << e.row << ", " << e.col << "): x " << hex8(e.x_bits, 8) << " = " << exact_decimal(x);
-      if (r.scale != BlockScale::tensor_only) os << "; scale " << hex8(e.expected_scale, 2) << "/" << hex8(e.actual_scale, 2);
-      os << "; code " << hex8(e.expected, 1) << " -> " << hex8(e.actual, 1) << "; decoded "
+      os << "    (" << e.row << ", " << e.col << "): x " << hex_digits(e.x_bits, 8) << " = " << exact_decimal(x);
+      if (r.scale != BlockScale::tensor_only) os << "; scale " << hex_digits(e.expected_scale, 2) << "/" << hex_digits(e.actual_scale, 2);
+      os << "; code " << hex_digits(e.expected, 1) << " -> " << hex_digits(e.actual, 1) << "; decoded "
          << exact_decimal(e.expected_value) << " / " << exact_decimal(e.actual_value) << "\n";
     }
   }
   if (!c.first_dequantized.empty()) {
     os << "  first dequantized differences (row, col: the port's code and scale; expected -> the port's value):\n";
     for (const auto& v : c.first_dequantized)
-      os << "    (" << v.row << ", " << v.col << "): code " << hex8(v.code, 1) << " scale " << hex8(v.scale, 2) << "; "
-         << hex8(bits_of(v.expected), 8) << " = " << exact_decimal(v.expected) << " -> " << hex8(bits_of(v.actual), 8)
+      os << "    (" << v.row << ", " << v.col << "): code " << hex_digits(v.code, 1) << " scale " << hex_digits(v.scale, 2) << "; "
+         << hex_digits(bits_of(v.expected), 8) << " = " << exact_decimal(v.expected) << " -> " << hex_digits(bits_of(v.actual), 8)
          << " = " << exact_decimal(v.actual) << "\n";
   }
   auto error_line = [&](const char* who, const ErrorSummary& s) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/quantize.hpp"
+#include "kernels/status.hpp"
 
 namespace kvq::ports {
 
@@ -65,9 +66,9 @@ const char* name_of(ScaleLayout l);
 // The non-negative finite element values of a recipe, ascending.
 std::vector<double> element_grid(const Recipe& r);
 
-// "" when the port's tensors fit the recipe's layout (sizes of codes and scales); else the role
-// and what is wrong.
-std::string check_layout(const PortData& d, const Interpretation& how);
+// Success when the port's tensors fit the recipe's layout (sizes of codes and scales); else the
+// role and what is wrong.
+Status check_layout(const PortData& d, const Interpretation& how);
 // The element code of element i (row-major), from packed or one-a-byte codes.
 std::uint8_t port_code(const PortData& d, const Recipe& r, NibbleOrder order, std::int64_t i);
 // The tensor decode scale the model uses: the port's global scale read in its convention, else

@@ -2,7 +2,7 @@
 // kernels/quantize.hpp) against the general element code, exhaustively: every scale code (one a
 // row), every element code at every position of a word beside every code of its partner 16 bits
 // away (the one that shares its isolating mask), and tensor scales g at zero, subnormal, ordinary,
-// the largest lean, the first not lean, the largest finite, inf and NaN. The CPU twin (the
+// the largest NaN-free, the first not NaN-free, the largest finite, inf and NaN. The CPU twin (the
 // kernel's code) against dequantize_scaled_element (suite kernels); the GPU kernel against the
 // twin, byte for byte (suite gpu). The same for the prefill workspace (requantize_e4m3), over
 // workspace factors that make factor * 2^10 or factor * 2^e inexact or non-finite; and the
@@ -54,7 +54,7 @@ CodeTensor every_code_and_scale(const Recipe& r) {
 
 // The 8-bit recipes' workspace tensor: 256 rows (row r: scale code r) x 512 codes. Each half lists
 // every code but the E4M3 NaN codes (0x7F, 0xFF) in order, the second rotated by 16, and ends with
-// those two, so every other code sits in some span of sixteen without a NaN code (the lean path;
+// those two, so every other code sits in some span of sixteen without a NaN code (the NaN-free path;
 // INT8 has no NaN codes) and the last span of each half holds both (the general element code).
 CodeTensor every_byte_code_and_scale(const Recipe& r) {
   CodeTensor t;
@@ -138,11 +138,66 @@ CodeTensor every_code_tensor(const Recipe& r) {
   return kernels::byte_span_codes(r.element) ? every_byte_code_and_scale(r) : every_code_and_scale(r);
 }
 
+// The route the CPU twin takes for element j of row `row` (docs/recipes.md "Decode routes"): the
+// NaN-free decode of formats/fast_decode.hpp, the general element code on the same words, or the
+// element code alone (a block that is no whole number of words), decided as the twin decides it
+// (kernels/block_dequantize.hpp). `value` is g (dequantize) or the workspace factor.
+enum class DecodeRoute : std::uint8_t { nan_free, general, element_code };
+constexpr const char* kDecodeRouteNames[] = {"nan-free", "general", "element-code"};
+
+bool span_has_e4m3_nan(const CodeTensor& t, std::int64_t row, std::int64_t first, int n) {
+  for (int i = 0; i < n; ++i)
+    if ((t.codes[row * t.shape.code_bytes_per_row() + first + i] & 0x7F) == 0x7F) return true;
+  return false;
+}
+
+DecodeRoute decode_route(const CodeTensor& t, bool workspace, std::int64_t row, std::int64_t j, float value) {
+  const QuantizeShape& s = t.shape;
+  const Recipe& r = s.recipe;
+  const int n = s.block();
+  const std::uint8_t scale = s.scales_per_row() ? t.scales[row * s.scales_per_row() + j / n] : 0;
+  if (s.packed()) {
+    if (n % 8) return DecodeRoute::element_code;
+    const bool nan_free = workspace ? nibble_requant_scaling(r, scale, value).nan_free : nibble_scaling(r, scale, value).nan_free;
+    return nan_free ? DecodeRoute::nan_free : DecodeRoute::general;
+  }
+  const int span = workspace ? kernels::kByteSpan : 4;
+  if (!kernels::byte_span_codes(r.element) || n % span) return DecodeRoute::element_code;
+  const bool nan_code = r.element != FormatId::int8 && span_has_e4m3_nan(t, row, j / span * span, span);
+  const bool nan_free = workspace ? byte_requant_scaling(r, scale, value).nan_free : byte_scaling(r, scale, value).nan_free;
+  return nan_free && !nan_code ? DecodeRoute::nan_free : DecodeRoute::general;
+}
+
+// Elements a route decoded; every route the recipe's blocks can take must have some (a generator
+// that loses NaN scales or large g would otherwise leave the general route untested silently).
+// Whole words can always take the general route (a NaN scale code, or g = inf per tensor); they
+// can take the NaN-free one where an ordinary block does (scale value 1, g or factor 1): some
+// recipes never do (dequantize_unsigned_zero, an encode or amax tensor parameter, two-level 8-bit
+// codes, INT8 per tensor; formats/fast_decode.hpp).
+struct RouteCounts {
+  std::int64_t count[3] = {};
+  void add(DecodeRoute r) { ++count[static_cast<int>(r)]; }
+  void require(const CodeTensor& t, bool workspace, Tally* tally) const {
+    const QuantizeShape& s = t.shape;
+    const int span = s.packed() ? 8 : (workspace ? kernels::kByteSpan : 4);
+    const bool words = (s.packed() || kernels::byte_span_codes(s.recipe.element)) && s.block() % span == 0;
+    const std::int64_t unit_row = s.recipe.scale == BlockScale::e8m0_pow2 ? 127 : 0x38;  // scale code of 1
+    CodeTensor ordinary = t;
+    for (std::int64_t j = 0; j < s.cols; ++j)  // the ordinary block's codes: no E4M3 NaN code
+      ordinary.codes[unit_row * s.code_bytes_per_row() + (s.packed() ? j / 2 : j)] = 0x11;
+    const bool nan_free_reachable = words && decode_route(ordinary, workspace, unit_row, 0, 1.0f) == DecodeRoute::nan_free;
+    const bool required[3] = {nan_free_reachable, words, !words};  // nan_free, general, element_code
+    for (int r = 0; r < 3; ++r)
+      if (required[r] && count[r] == 0) tally->fail(std::string("route ") + kDecodeRouteNames[r] + " got no element");
+  }
+};
+
 Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d) {
   const CodeTensor t = every_code_tensor(r);
   const QuantizeShape& s = t.shape;
   const int bytes = kernels::bytes_of(d);
   Tally tally;
+  RouteCounts routes;
   std::vector<std::uint8_t> y(s.rows * s.cols * bytes), want(bytes);
   for (const float g : tensor_scales(r)) {
     const kvq::Status e = kernels::dequantize_cpu(s, t.codes.data(), t.scales.data(), g, d, y.data());
@@ -152,6 +207,7 @@ Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d
         const std::uint8_t code = kernels::code_at(s, t.codes.data() + row * s.code_bytes_per_row(), j);
         const std::uint8_t scale = s.scales_per_row() ? t.scales[row * s.scales_per_row() + j / s.block()] : 0;
         const float v = dequantize_scaled_element(r, g, block_scale_value(r, scale), code);
+        routes.add(decode_route(t, false, row, j, g));
         kernels::store_value(d, want.data(), 0, v);
         if (std::memcmp(want.data(), &y[(row * s.cols + j) * bytes], bytes) == 0) {
           tally.pass();
@@ -166,6 +222,7 @@ Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d
       }
     }
   }
+  routes.require(t, false, &tally);
   return tally.outcome(ctx);
 }
 
@@ -224,6 +281,7 @@ Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r)
   const CodeTensor t = every_code_tensor(r);
   const QuantizeShape& s = t.shape;
   Tally tally;
+  RouteCounts routes;
   std::vector<std::uint8_t> out(s.rows * s.cols);
   for (const float factor : workspace_factors()) {
     const kvq::Status e = kernels::requantize_e4m3_cpu(s, t.codes.data(), t.scales.data(), factor, out.data());
@@ -233,6 +291,7 @@ Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r)
         const std::uint8_t code = kernels::code_at(s, t.codes.data() + row * s.code_bytes_per_row(), j);
         const std::uint8_t scale = s.scales_per_row() ? t.scales[row * s.scales_per_row() + j / s.block()] : 0;
         const std::uint8_t want = requantize_e4m3(r, scale, code, factor);
+        routes.add(decode_route(t, true, row, j, factor));
         if (out[row * s.cols + j] == want) {
           tally.pass();
         } else {
@@ -242,6 +301,7 @@ Outcome requant_twin_equals_element_code(const RunContext& ctx, const Recipe& r)
       }
     }
   }
+  routes.require(t, true, &tally);
   return tally.outcome(ctx);
 }
 
@@ -303,7 +363,7 @@ void register_nibble_decode_properties() {
                    [r, d](const RunContext& ctx) { return device_equals_twin(ctx, r, d); });
     }
   }
-  for (const auto& [name, recipe] : byte_recipes()) {  // dequantize_bytes: lean spans and the element code
+  for (const auto& [name, recipe] : byte_recipes()) {  // dequantize_bytes: NaN-free spans and the element code
     for (const DType d : {DType::fp32, DType::bf16, DType::fp16}) {
       const Recipe r = recipe;
       const std::string base = "byte-decode/" + name + "/" + kernels::name_of(d);

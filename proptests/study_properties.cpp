@@ -41,12 +41,17 @@ void register_study_properties() {
   };
   static constexpr auto e8m0 = BlockScaleKind::e8m0_floor;
   static constexpr auto e4m3 = BlockScaleKind::e4m3_two_level;
-  for (const Twin& t : {Twin{{"MXFP4", kE2M1, false, e8m0}, "mxfp4-floor"}, Twin{{"MXINT4", kINT4, true, e8m0}, "mxint4"},
-                        Twin{{"MXINT8", kINT8, true, e8m0}, "mxint8"}, Twin{{"MXFP8", kE4M3FN, false, e8m0}, "mxfp8-e4m3-floor"},
-                        Twin{{"NVFP4", kE2M1, false, e4m3}, "nvfp4"}, Twin{{"NVINT4", kINT4, true, e4m3}, "nvint4"}}) {
+  // The study's recipes (experiments::block_format_recipe) are the named engine recipes where one
+  // exists: the same codes, scales and values on random finite blocks.
+  for (const Twin& t : {Twin{{"MXFP4", FormatId::e2m1, false, e8m0}, "mxfp4-floor"},
+                        Twin{{"MXINT4", FormatId::int4, true, e8m0}, "mxint4"},
+                        Twin{{"MXINT8", FormatId::int8, true, e8m0}, "mxint8"},
+                        Twin{{"MXFP8", FormatId::e4m3fn, false, e8m0}, "mxfp8-e4m3-floor"},
+                        Twin{{"NVFP4", FormatId::e2m1, false, e4m3}, "nvfp4"}, Twin{{"NVINT4", FormatId::int4, true, e4m3}, "nvint4"}}) {
     add_property("studies", "block-formats/" + std::string(t.format.name) + "-equals-" + std::string(t.recipe),
                  Device::cpu, [t](const RunContext& ctx) {
                    const Recipe r = recipe_from_name(t.recipe)->recipe;
+                   const Recipe study = experiments::block_format_recipe(t.format, r.block);
                    const auto blocks = rc::gen::container<std::vector<std::vector<float>>>(
                        3, gen_finite_block(r.block));
                    return check_random(ctx, [&] {
@@ -56,14 +61,15 @@ void register_study_properties() {
                        for (const float v : b) amax = std::fabs(v) > amax ? std::fabs(v) : amax;
                      const float g = tensor_scale(r, amax);
                      if (t.format.scale == e4m3)  // g is the two-level recipes' tensor scale only
-                       RC_ASSERT(bits_of(g) == bits_of(experiments::block_format_tensor_scale(t.format, amax)));
+                       RC_ASSERT(bits_of(g) == bits_of(tensor_scale(study, amax)));
+                     const Format element = format_of(r.element);
                      std::vector<std::uint8_t> codes(r.block), expected(r.block);
                      std::vector<float> y(r.block);
                      for (const auto& b : x) {
                        experiments::quantize_block_format(t.format, g, b.data(), r.block, codes.data(), y.data());
                        const std::uint8_t scale = quantize_block(r, g, b.data(), r.block, expected.data());
                        for (int i = 0; i < r.block; ++i) {
-                         RC_ASSERT(hex_code(t.format.element, codes[i]) == hex_code(t.format.element, expected[i]));
+                         RC_ASSERT(hex_code(element, codes[i]) == hex_code(element, expected[i]));
                          RC_ASSERT(hex_code(kFP32, bits_of(y[i])) ==
                                    hex_code(kFP32, bits_of(dequantize_element(r, g, scale, expected[i]))));
                        }
@@ -74,7 +80,7 @@ void register_study_properties() {
   // The INT closed form is 10 log10(12 (2^(b-1) - 1)^2 / (rho kappa)^2): at rho = kappa = 1 an INT8
   // block gives 10 log10(12 * 127^2) = 52.8679 dB, and each doubling of rho * kappa costs 20 log10 2.
   add_property("studies", "model/int-closed-form", Device::cpu, [](const RunContext& ctx) {
-    const BlockFormat int8{"MXINT8", kINT8, true, BlockScaleKind::e8m0_floor};
+    const BlockFormat int8{"MXINT8", FormatId::int8, true, BlockScaleKind::e8m0_floor};
     const double at1 = experiments::model_qsnr_db(int8, 1.0, 1.0), at4 = experiments::model_qsnr_db(int8, 2.0, 2.0);
     Tally tally;
     std::ostringstream os;

@@ -10,6 +10,7 @@
 #include <streambuf>
 
 #include "cli/commands.hpp"
+#include "proptests/tests/command_run.hpp"
 #include "cli/input_parsing.hpp"
 #include "cli/npy.hpp"
 #include "cli/output_files.hpp"
@@ -21,17 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Run {
-  int status;
-  std::string out, err;
-};
-
-template <typename Command>
-Run run(Command command, const std::vector<std::string>& args) {
-  std::ostringstream out, err;
-  const int status = command(args, out, err);
-  return {status, out.str(), err.str()};
-}
+using kvq::test::Run;
+using kvq::test::run;
 
 // A fresh scratch folder per test case.
 fs::path scratch(const std::string& name) {

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "cli/commands.hpp"
+#include "proptests/tests/command_run.hpp"
 #include "cli/npy.hpp"
 #include "formats/recipe_names.hpp"
 #include "proptests/ports/mutants.hpp"
@@ -19,16 +20,8 @@ namespace {
 namespace fs = std::filesystem;
 using kvq::cli::NpyArray;
 
-struct Run {
-  int status;
-  std::string out, err;
-};
-
-Run run(int (*command)(const kvq::cli::Args&, std::ostream&, std::ostream&), const kvq::cli::Args& args) {
-  std::ostringstream out, err;
-  const int status = command(args, out, err);
-  return {status, out.str(), err.str()};
-}
+using kvq::test::Run;
+using kvq::test::run;
 
 // A seeded 8x64 FP32 tensor with E2M1 ties at the block scale, a zero block and a spread of magnitudes.
 std::vector<float> input() {

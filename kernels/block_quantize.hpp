@@ -1,0 +1,115 @@
+// The per-block quantize code of the CPU twin and the kernels (kernels/quantize.hpp): one block of
+// a [rows, cols] tensor loaded, quantized under its recipe and stored (the 4-bit blocks from their
+// 16-bit pair words, the 8-bit blocks four codes a word, the per-tensor recipes in spans).
+#pragma once
+
+#include <cstdint>
+
+#include "formats/packed_quantize.hpp"
+#include "formats/recipes.hpp"
+#include "kernels/io.hpp"
+#include "kernels/quantize_layout.hpp"
+
+namespace kvq::kernels {
+
+// The packed block (row, b) of a 4-bit recipe with block kN from its 16-bit values' pair words
+// (as loaded: io::load_pair_words), input BF16 or FP16: quantize (quantize_block_packed's 16-bit
+// form: the block max and signs from the words), store its codes and scale. quantize_one_block's
+// 16-bit path; the kernels may load the words ahead (a pipelined loop).
+template <int kN>
+KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType input, const GlobalTerms& t,
+                                                   const std::uint32_t* pairs, std::uint8_t* codes, std::uint8_t* scales,
+                                                   std::int64_t row, std::int64_t b) {
+  float values[kN];
+  io::unpack_pair_words<kN>(input, pairs, values);
+  std::uint32_t words[kN / 8];
+  const std::uint8_t scale = input == DType::bf16
+                                 ? quantize_block_packed<kN, PairWords::bf16>(s.recipe, t, values, words, pairs)
+                                 : quantize_block_packed<kN, PairWords::fp16>(s.recipe, t, values, words, pairs);
+  io::store_words(codes + row * s.code_bytes_per_row() + b * (kN / 2), words, kN / 8);
+  if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
+}
+
+// kN scaled values q of an 8-bit recipe to their codes, four a little-endian word: E4M3 half to
+// even four at a time (e4m3x4_satfinite_fast, what encode_element does), else encode_element.
+template <int kN>
+KVQ_HD inline void encode_byte_words(const Recipe& r, const float* q, std::uint32_t* words) {
+  static_assert(kN % 4 == 0);
+  if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even && !r.element_input_bf16 &&
+      r.element_cast == ElementCast::satfinite) {
+    KVQ_UNROLL
+    for (int w = 0; w < kN / 4; ++w) words[w] = e4m3x4_satfinite_fast(q + 4 * w);
+    return;
+  }
+  KVQ_UNROLL
+  for (int w = 0; w < kN / 4; ++w) {
+    words[w] = 0;
+    KVQ_UNROLL
+    for (int i = 0; i < 4; ++i) words[w] |= std::uint32_t{encode_element(r, q[4 * w + i])} << (8 * i);
+  }
+}
+
+// Per-tensor recipes (8-bit codes, no block scales) in spans of kSpan elements: the kernels take
+// 16 bytes of input a thread (kTensorSpanOf: 8 BF16/FP16 values, 4 FP32), so a warp's loads and
+// stores are contiguous (a thread per chunk of 16 BF16 loaded 32 bytes at a 32-byte lane stride).
+// The elements of quantize_block's per-tensor case: plan_block's rule for g (x / g, x * (1/g), or
+// x * 0 where g = 0), then encode_byte_words; elements [first, first + kSpan) of the row-major
+// tensor.
+// kStreamed: the memory access policy (io::load_values); the kernel streams dividing spans only:
+// each policy is the faster for its op (docs/performance.md).
+KVQ_HD constexpr int kTensorSpanOf(DType input) { return input == DType::fp32 ? 4 : 8; }
+template <int kSpan, bool kStreamed = true>
+KVQ_HD inline void quantize_tensor_span(const Recipe& r, const BlockPlan& p, DType input, const void* x,
+                                        std::int64_t first, std::uint8_t* codes) {
+  static_assert(kSpan % 4 == 0);
+  float q[kSpan];
+  io::load_values<kStreamed>(input, x, first, kSpan, q);
+  KVQ_UNROLL
+  for (int i = 0; i < kSpan; ++i) q[i] = p.op == ElementOp::divide ? q[i] / p.by : q[i] * p.by;
+  std::uint32_t words[kSpan / 4];
+  encode_byte_words<kSpan>(r, q, words);
+  io::store_words<kStreamed>(codes + first, words, kSpan / 4);
+}
+
+// One block (row, b) of the tensor: load, quantize, store its scale, pack its codes. The whole
+// per-block work of both the CPU twin and the kernel; kN > 0 fixes the block size at compile time,
+// and then 4-bit blocks run quantize_block_packed (formats/packed_quantize.hpp: the same codes).
+// kMayPack = false: the caller knows the elements are 8-bit (keeps the packed path out of the code).
+// t: global_terms(g, table), computed once for all blocks (the kernels: the table in shared memory).
+template <int kN = 0, bool kMayPack = true>
+KVQ_HD KVQ_KERNEL_INLINE void quantize_one_block(const QuantizeShape& s, DType input, const void* x, const GlobalTerms& t,
+                                      std::uint8_t* codes, std::uint8_t* scales, std::int64_t row, std::int64_t b) {
+  const float g = t.g;
+  constexpr int kCap = kN > 0 ? kN : kMaxBlock;
+  const int n = kN > 0 ? kN : s.block();
+  float values[kCap];
+  const bool packed = s.packed();
+  std::uint8_t* code_dst = codes + row * s.code_bytes_per_row() + b * (packed ? n / 2 : n);
+  std::uint8_t scale = 0;
+  if constexpr (kMayPack && kN > 0 && kN % 8 == 0) {
+    if (packed) {
+      if (input != DType::fp32) {  // 16-bit input: its pair words (BF16: the packed quantizer's BF16 form)
+        std::uint32_t pairs[kN / 2];
+        io::load_pair_words<kN>(x, row * s.cols + b * n, pairs);
+        quantize_pair_words<kN>(s, input, t, pairs, codes, scales, row, b);
+        return;
+      }
+      std::uint32_t words[kN / 8];
+      io::load_values(input, x, row * s.cols + b * n, n, values);
+      scale = quantize_block_packed<kN>(s.recipe, t, values, words);
+      io::store_words(code_dst, words, kN / 8);
+      if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
+      return;
+    }
+  }
+  io::load_values(input, x, row * s.cols + b * n, n, values);
+  std::uint8_t block_codes[kCap];
+  scale = quantize_block(s.recipe, g, values, n, block_codes);
+  if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
+  if (packed)
+    KVQ_UNROLL
+    for (int i = 0; i < n / 2; ++i) block_codes[i] = pack_e2m1_pair(block_codes[2 * i], block_codes[2 * i + 1]);
+  io::store_bytes(code_dst, block_codes, packed ? n / 2 : n);
+}
+
+}  // namespace kvq::kernels

@@ -1,0 +1,192 @@
+#include "oracle/verify_paged.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "formats/names.hpp"
+#include "formats/recipe_names.hpp"
+#include "oracle/report_text.hpp"
+
+namespace kvq::ports {
+
+using kernels::KvOrder;
+using kernels::KvSide;
+using kernels::PagedFormat;
+using kernels::PagePart;
+
+int paged_buffers(const kernels::PagedKvLayout& l) { return l.format == PagedFormat::fp8 ? 2 : 1; }
+const char* paged_buffer_name(const kernels::PagedKvLayout& l, int buffer) {
+  if (l.format == PagedFormat::nvfp4) return "kv_cache";
+  return buffer == 0 ? "key_cache" : "value_cache";
+}
+
+namespace {
+
+// The twin on the caches as they were before the call (or filled with `fill`).
+Status run_twin(const PagedPort& p, const std::vector<std::uint8_t>* before, int fill, std::vector<std::uint8_t>* out) {
+  const int n = paged_buffers(p.shape.layout);
+  for (int b = 0; b < n; ++b)
+    out[b] = before ? before[b] : std::vector<std::uint8_t>(p.after[b].size(), static_cast<std::uint8_t>(fill));
+  const kernels::PagedStoreArgs a{p.key.data(), p.value.data(), p.slot_mapping.data(), out[0].data(),
+                                  n == 2 ? out[1].data() : nullptr};
+  return kernels::paged_store_cpu(p.shape, p.scales, a);
+}
+
+// Where byte `offset` of buffer `buffer` lies in the layout (kernels/paged_layout.hpp), and the
+// token whose slot it is.
+PagedDifference locate(const PagedPort& p, int buffer, std::int64_t offset) {
+  const kernels::PagedKvLayout& L = p.shape.layout;
+  PagedDifference d;
+  d.buffer = buffer;
+  d.offset = offset;
+  d.page = offset / L.block_bytes();
+  std::int64_t within = offset % L.block_bytes();
+  d.side = L.format == PagedFormat::fp8 ? static_cast<KvSide>(buffer) : (within >= L.side_bytes() ? KvSide::v : KvSide::k);
+  const kernels::PageRegion data = L.region(d.side, PagePart::data), scales = L.region(d.side, PagePart::scales);
+  std::int64_t row = -1;
+  if (within < data.offset + data.bytes) {
+    within -= data.offset;
+    row = within / L.data_row_bytes();
+    d.index = within % L.data_row_bytes();
+  } else {
+    d.scale = true;
+    within -= scales.offset;
+    const std::int64_t S = L.scales_per_head();
+    if (!L.swizzled(d.side)) {
+      row = within / S;
+      d.index = within % S;
+    } else if (L.order == KvOrder::nhd) {
+      const std::int64_t flat = kernels::unswizzle_index(L.heads * S, within), c = flat % (L.heads * S);
+      d.position = flat / (L.heads * S);
+      d.head = c / S;
+      d.index = c % S;
+    } else {
+      d.head = within / (L.block_size * S);
+      const std::int64_t flat = kernels::unswizzle_index(S, within % (L.block_size * S));
+      d.position = flat / S;
+      d.index = flat % S;
+    }
+  }
+  if (row >= 0) {
+    d.position = L.order == KvOrder::nhd ? row / L.heads : row % L.block_size;
+    d.head = L.order == KvOrder::nhd ? row % L.heads : row / L.block_size;
+  }
+  d.slot = d.page * L.block_size + d.position;
+  for (std::size_t t = 0; t < p.slot_mapping.size(); ++t)
+    if (p.slot_mapping[t] == d.slot) d.token = static_cast<std::int64_t>(t);
+  return d;
+}
+
+std::string cache_byte(const kernels::PagedKvLayout& L, const PagedDifference& d, std::uint8_t b) {
+  if (d.scale || L.format == PagedFormat::fp8)
+    return hex_digits(b, 2) + " (" + number(decode_float(kE4M3FN, b)) + ")";
+  return hex_digits(b, 2) + " (codes " + number(decode_float(kE2M1, b & 0xF)) + ", " + number(decode_float(kE2M1, b >> 4)) + ")";
+}
+
+}  // namespace
+
+PagedComparison compare_paged(const PagedPort& p, std::size_t keep) {
+  PagedComparison c;
+  const int n = paged_buffers(p.shape.layout);
+  std::vector<std::uint8_t> expected[2], zeros[2], ones[2];
+  c.error = first_error({run_twin(p, p.before, 0, expected), run_twin(p, nullptr, 0x00, zeros), run_twin(p, nullptr, 0xFF, ones)});
+  if (!c.error.ok()) return c;
+  for (int b = 0; b < n; ++b) {
+    c.bytes[b] = static_cast<std::int64_t>(p.after[b].size());
+    for (std::int64_t i = 0; i < c.bytes[b]; ++i) {
+      if (p.after[b][i] == expected[b][i]) continue;
+      // A byte the twin writes differs from one of the two fills (it cannot equal both).
+      const bool addressed = zeros[b][i] != 0x00 || ones[b][i] != 0xFF;
+      ++(addressed ? c.addressed_mismatches : c.untouched_changed)[b];
+      if (c.first.size() < keep) {
+        PagedDifference d = locate(p, b, i);
+        d.before = p.before[b][i];
+        d.expected = expected[b][i];
+        d.actual = p.after[b][i];
+        c.first.push_back(d);
+      }
+    }
+  }
+  return c;
+}
+
+std::string describe_paged(const PagedPort& p, const std::string& recipe_name, const PagedComparison& c) {
+  const kernels::PagedKvLayout& L = p.shape.layout;
+  std::ostringstream os;
+  os << "kvq verify paged-store " << recipe_name << ": " << (c.exact() ? "BIT-EXACT" : "MISMATCH") << "\n";
+  if (!c.error.ok()) {
+    os << "  the model rejects the port's arguments: " << c.error << "\n";
+    return os.str();
+  }
+  std::int64_t padding = 0;
+  for (const std::int64_t s : p.slot_mapping) padding += s < 0 ? 1 : 0;
+  os << "  key/value: " << p.shape.tokens << " tokens (" << padding << " padding) x " << L.heads << " heads x "
+     << L.head_dim << " " << kernels::name_of(p.shape.input) << "; " << (L.order == KvOrder::nhd ? "NHD" : "HND") << ", "
+     << L.num_blocks << " pages of " << L.block_size << " slots";
+  if (L.format == PagedFormat::nvfp4)
+    os << ", NVFP4 page (scales swizzled: "
+       << (L.swizzle == kernels::ScaleSwizzle::none ? "none" : L.swizzle == kernels::ScaleSwizzle::v_only ? "V" : "K and V") << ")";
+  os << "; " << (L.format == PagedFormat::fp8 ? "k_scale " : "K tensor scale ") << hex_digits(bits_of(p.scales.k[0]), 8)
+     << " = " << number(p.scales.k[0]) << ", " << (L.format == PagedFormat::fp8 ? "v_scale " : "V tensor scale ")
+     << hex_digits(bits_of(p.scales.v[0]), 8) << " = " << number(p.scales.v[0]) << (p.shape.per_head_scales ? " (head 0 of per-head scales)" : "")
+     << "\n";
+  for (int b = 0; b < paged_buffers(L); ++b) {
+    os << "  " << paged_buffer_name(L, b) << ": ";
+    const char* untouched = p.before_known[b] ? "" : " (bytes outside the slots not checked: give \"poison\" or \"before\")";
+    if (c.addressed_mismatches[b] + c.untouched_changed[b] == 0) {
+      os << "every one of " << c.bytes[b] << " bytes as the model writes it" << untouched << "\n";
+      continue;
+    }
+    os << c.addressed_mismatches[b] << " bytes differ in the slots the tokens address, " << c.untouched_changed[b]
+       << " changed outside them (bytes the port must leave as they were), of " << c.bytes[b] << untouched << "\n";
+  }
+  if (!c.first.empty()) os << "  first differences (buffer byte: page, position (slot); side, token, head, element: expected -> actual):\n";
+  for (const PagedDifference& d : c.first) {
+    os << "    " << paged_buffer_name(L, d.buffer) << " byte " << d.offset << ": page " << d.page << ", position "
+       << d.position << " (slot " << d.slot << "); ";
+    if (d.token < 0) {
+      os << "no token addresses this slot: held " << hex_digits(d.before, 2) << ", now " << hex_digits(d.actual, 2) << "\n";
+      continue;
+    }
+    os << (d.side == KvSide::k ? "K" : "V") << " of token " << d.token << ", head " << d.head << ", ";
+    if (d.scale) {
+      os << "block scale " << d.index;
+    } else if (L.format == PagedFormat::fp8) {
+      const std::int64_t element = (d.token * L.heads + d.head) * L.head_dim + d.index;
+      const auto& x = d.side == KvSide::k ? p.key : p.value;
+      const float v = kernels::load_value(p.shape.input, x.data(), element);
+      os << "dim " << d.index << " (input " << hex_digits(bits_of(v), 8) << " = " << exact_decimal(v) << ")";
+    } else {
+      os << "dims " << 2 * d.index << ", " << 2 * d.index + 1;
+    }
+    os << ": " << cache_byte(L, d, d.expected) << " -> " << cache_byte(L, d, d.actual) << "\n";
+  }
+  return os.str();
+}
+
+std::int64_t PagedCandidate::differing() const {
+  return comparison.addressed_mismatches[0] + comparison.addressed_mismatches[1] + comparison.untouched_changed[0] +
+         comparison.untouched_changed[1];
+}
+
+PagedIdentification identify_paged(const PagedPort& p, std::size_t nearest) {
+  PagedIdentification id;
+  const FormatId element = p.shape.layout.format == PagedFormat::nvfp4 ? FormatId::e2m1 : FormatId::e4m3fn;
+  std::vector<PagedCandidate> others;
+  for (const NamedRecipe& named : kRecipes) {
+    if (named.recipe.element != element) continue;
+    PagedPort q = p;
+    q.shape.recipe = named.recipe;
+    PagedCandidate c{std::string(named.name), compare_paged(q, 0)};
+    if (!c.comparison.error.ok()) continue;  // a recipe the store does not take (a block scale, a block size)
+    ++id.tried;
+    (c.comparison.exact() ? id.exact : others).push_back(std::move(c));
+  }
+  std::stable_sort(others.begin(), others.end(),
+                   [](const PagedCandidate& a, const PagedCandidate& b) { return a.differing() < b.differing(); });
+  if (others.size() > nearest) others.resize(nearest);
+  id.nearest = std::move(others);
+  return id;
+}
+
+}  // namespace kvq::ports

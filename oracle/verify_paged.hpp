@@ -1,0 +1,75 @@
+// A paged KV store port ("reshape and cache": vLLM's reshape_and_cache_flash and its Triton form,
+// kvq's kernels/paged_store.hpp) checked from its tensors: the caches the port wrote against the
+// CPU twin run on the caches as they were before the call, byte for byte over whole buffers, so a
+// port that writes outside the slots its tokens address fails even where every addressed byte is
+// right. What `kvq verify` reports for the manifest kind `paged-store` (docs/ports.md "Paged
+// stores").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/paged_store.hpp"
+#include "kernels/status.hpp"
+
+namespace kvq::ports {
+
+struct PagedPort {
+  kernels::PagedStoreShape shape;  // layout, recipe, tokens, input dtype (contiguous key / value)
+  kernels::PagedScales scales;     // decode scales: FP8 k_scale / v_scale, NVFP4 the tensor scales g
+  std::vector<std::uint8_t> key, value;  // [T, heads, D] raw values of shape.input
+  std::vector<std::int64_t> slot_mapping;  // [T]; < 0: a padding token, which writes nothing
+  // The caches after the call and before it (the poison the caller filled them with, or a dump):
+  // FP8 key_cache and value_cache; NVFP4 one kv_cache (buffer 0 only). Where the port gave
+  // neither, before is its after (before_known false): the addressed bytes are still checked, the
+  // untouched ones cannot be.
+  std::vector<std::uint8_t> after[2], before[2];
+  bool before_known[2] = {true, true};
+};
+
+// One differing byte, located: the page (block), the token position in it and the slot, and,
+// where a token addresses the slot, the token, head and element (or NVFP4 scale) it holds.
+struct PagedDifference {
+  int buffer = 0;  // 0: key_cache (or kv_cache), 1: value_cache
+  std::int64_t offset = 0;
+  std::uint8_t before = 0, expected = 0, actual = 0;
+  kernels::KvSide side = kernels::KvSide::k;
+  bool scale = false;  // an NVFP4 scale byte (else element codes)
+  std::int64_t page = 0, position = 0, slot = 0, head = 0;
+  std::int64_t index = 0;   // FP8: the dim; NVFP4: the data byte (dims 2i, 2i+1) or scale number
+  std::int64_t token = -1;  // the token that addresses the slot, -1: none
+};
+
+struct PagedComparison {
+  Status error;  // the twin's validation of the port's shapes, scales and slots
+  std::int64_t bytes[2] = {}, addressed_mismatches[2] = {}, untouched_changed[2] = {};
+  std::vector<PagedDifference> first;
+  bool exact() const {
+    return error.ok() && addressed_mismatches[0] == 0 && addressed_mismatches[1] == 0 && untouched_changed[0] == 0 &&
+           untouched_changed[1] == 0;
+  }
+};
+
+// The buffer count and names of a layout: FP8 two caches, NVFP4 one.
+int paged_buffers(const kernels::PagedKvLayout& l);
+const char* paged_buffer_name(const kernels::PagedKvLayout& l, int buffer);
+
+PagedComparison compare_paged(const PagedPort& p, std::size_t keep);
+std::string describe_paged(const PagedPort& p, const std::string& recipe_name, const PagedComparison& c);
+
+// `kvq identify` for a paged store: every named recipe of the page's element (E4M3 caches, or
+// NVFP4 pages) that the store accepts, run on the port's inputs; those that reproduce every byte
+// of every cache, and the nearest others (fewest differing bytes).
+struct PagedCandidate {
+  std::string recipe;
+  PagedComparison comparison;
+  std::int64_t differing() const;
+};
+struct PagedIdentification {
+  int tried = 0;
+  std::vector<PagedCandidate> exact, nearest;
+};
+PagedIdentification identify_paged(const PagedPort& p, std::size_t nearest);
+
+}  // namespace kvq::ports

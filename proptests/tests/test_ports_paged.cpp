@@ -1,0 +1,211 @@
+// kvq verify / kvq identify for the manifest kind paged-store (docs/ports.md "Paged stores"): a
+// small FP8 store whose caches are written here by hand from the E4M3 table (1.0 is 0x38, 0.5 is
+// 0x30), not by the twin, then broken in the ways a port breaks: a wrong addressed byte, a byte
+// written outside the slots, a padding token written; and bad input.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "proptests/tests/command_run.hpp"
+#include "cli/npy.hpp"
+#include "formats/recipe_names.hpp"
+#include "kernels/paged_store.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using kvq::cli::NpyArray;
+
+using kvq::test::Run;
+using kvq::test::run;
+
+// Two pages of two slots, one head of 16 dims, NHD: a cache is 2 * 2 * 16 = 64 bytes. Token 0
+// (key all 1.0, value all 1.0 in BF16) goes to slot 3 = page 1, position 1 = bytes 48..63; token 1
+// is padding (slot -1). k_scale 1, v_scale 2: key codes E4M3(1.0) = 0x38, value codes
+// E4M3(0.5) = 0x30. Every other byte keeps the poison 0xA5.
+constexpr std::uint8_t kPoison = 0xA5;
+constexpr std::int64_t kCacheBytes = 64, kSlotByte = 48;
+
+struct PagedDump {
+  std::vector<std::uint8_t> key_cache = std::vector<std::uint8_t>(kCacheBytes, kPoison);
+  std::vector<std::uint8_t> value_cache = std::vector<std::uint8_t>(kCacheBytes, kPoison);
+  std::string slot_descr = "<i8";
+  std::string key_cache_extra = ", \"poison\": \"0xA5\"";
+};
+PagedDump correct_dump() {
+  PagedDump d;
+  for (int i = 0; i < 16; ++i) d.key_cache[kSlotByte + i] = 0x38, d.value_cache[kSlotByte + i] = 0x30;
+  return d;
+}
+
+fs::path write_dump(const std::string& name, const PagedDump& d) {
+  const fs::path dir = fs::temp_directory_path() / ("kvq-ports-paged-test-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "out");
+  NpyArray kv{"<u2", {2, 1, 16}, std::vector<std::uint8_t>(2 * 16 * 2)};
+  for (int i = 0; i < 32; ++i) kv.bytes[2 * i] = 0x80, kv.bytes[2 * i + 1] = 0x3f;  // BF16 1.0 = 0x3f80
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "key.npy").string(), kv).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "value.npy").string(), kv).empty());
+  NpyArray slots{d.slot_descr, {2}, {}};
+  const std::int64_t slot[2] = {3, -1};
+  if (d.slot_descr == "<i8") {
+    slots.bytes.resize(16);
+    std::memcpy(slots.bytes.data(), slot, 16);
+  } else {
+    const std::int32_t narrow[2] = {3, -1};
+    slots.bytes.resize(8);
+    std::memcpy(slots.bytes.data(), narrow, 8);
+  }
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "slot_mapping.npy").string(), slots).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "key_cache.npy").string(), NpyArray{"|u1", {2, 2, 1, 16}, d.key_cache}).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "value_cache.npy").string(), NpyArray{"|u1", {2, 2, 1, 16}, d.value_cache}).empty());
+  std::ofstream((dir / "out" / "manifest.json").string())
+      << "{\"kvq_port_manifest\": 1, \"kind\": \"paged-store\", \"tensors\": {"
+         "\"key\": {\"file\": \"key.npy\", \"dtype\": \"bfloat16\"}, \"value\": {\"file\": \"value.npy\", \"dtype\": \"bfloat16\"},"
+         "\"slot_mapping\": {\"file\": \"slot_mapping.npy\"},"
+         "\"key_cache\": {\"file\": \"key_cache.npy\""
+      << d.key_cache_extra
+      << "}, \"value_cache\": {\"file\": \"value_cache.npy\", \"poison\": \"0xA5\"},"
+         "\"k_scale\": {\"bits\": \"0x3f800000\"}, \"v_scale\": {\"bits\": \"0x40000000\"}},"
+         "\"layout\": {\"kv_layout\": \"NHD\", \"block_size\": 2}}\n";
+  return dir;
+}
+
+kvq::cli::Args verify_args(const fs::path& d, const std::string& recipe = "fp8-e4m3-tensor") {
+  return {recipe, "--inputs", (d / "in").string(), "--outputs", (d / "out").string()};
+}
+
+}  // namespace
+
+TEST_CASE("ports-paged: the hand-written FP8 caches are BIT-EXACT against fp8-e4m3-tensor, int64 and int32 slots") {
+  for (const std::string descr : {"<i8", "<i4"}) {
+    PagedDump d = correct_dump();
+    d.slot_descr = descr;
+    const Run r = run(kvq::cli::verify_command, verify_args(write_dump("exact", d)));
+    CHECK(r.status == 0);
+    CHECK(r.out.find("kvq verify paged-store fp8-e4m3-tensor: BIT-EXACT") != std::string::npos);
+    CHECK(r.out.find("2 tokens (1 padding) x 1 heads x 16 bf16; NHD, 2 pages of 2 slots") != std::string::npos);
+    CHECK(r.out.find("key_cache: every one of 64 bytes as the model writes it") != std::string::npos);
+  }
+}
+
+TEST_CASE("ports-paged: a wrong addressed byte is located by page, slot, token, head and dim; exit 1") {
+  PagedDump d = correct_dump();
+  d.key_cache[kSlotByte + 5] = 0x39;  // 1.125
+  const Run r = run(kvq::cli::verify_command, verify_args(write_dump("addressed", d)));
+  CHECK(r.status == 1);
+  CHECK(r.out.find("MISMATCH") != std::string::npos);
+  CHECK(r.out.find("key_cache: 1 bytes differ in the slots the tokens address, 0 changed outside them") != std::string::npos);
+  CHECK(r.out.find("key_cache byte 53: page 1, position 1 (slot 3); K of token 0, head 0, dim 5 (input 0x3f800000 = 1): "
+                   "0x38 (1) -> 0x39 (1.125)") != std::string::npos);
+  CHECK(r.out.find("value_cache: every one of 64 bytes") != std::string::npos);
+}
+
+TEST_CASE("ports-paged: bytes written outside the addressed slots fail even where every addressed byte is right") {
+  PagedDump d = correct_dump();
+  d.value_cache[0] = 0x30;  // slot 0, which only the padding token (slot -1) could have meant
+  const Run r = run(kvq::cli::verify_command, verify_args(write_dump("untouched", d)));
+  CHECK(r.status == 1);
+  CHECK(r.out.find("value_cache: 0 bytes differ in the slots the tokens address, 1 changed outside them") != std::string::npos);
+  CHECK(r.out.find("value_cache byte 0: page 0, position 0 (slot 0); no token addresses this slot: held 0xa5, now 0x30") !=
+        std::string::npos);
+}
+
+TEST_CASE("ports-paged: without a poison or before-dump only the addressed bytes are checked, and the report says so") {
+  PagedDump d = correct_dump();
+  d.key_cache_extra = "";
+  d.key_cache[0] = 0x00;  // outside the slots: cannot be judged without the bytes before the call
+  const Run r = run(kvq::cli::verify_command, verify_args(write_dump("unknown-before", d)));
+  CHECK(r.status == 0);
+  CHECK(r.out.find("(bytes outside the slots not checked: give \"poison\" or \"before\")") != std::string::npos);
+}
+
+TEST_CASE("ports-paged: identify names the FP8 recipes that reproduce every byte") {
+  const fs::path dir = write_dump("identify", correct_dump());
+  const Run r = run(kvq::cli::identify_command, {"--inputs", (dir / "in").string(), "--outputs", (dir / "out").string()});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("exact: this port follows fp8-e4m3-tensor\n") != std::string::npos);
+  PagedDump wrong = correct_dump();
+  for (int i = 0; i < 16; ++i) wrong.value_cache[kSlotByte + i] = 0x38;  // 1.0: v_scale ignored
+  const fs::path bad = write_dump("identify-none", wrong);
+  const Run none = run(kvq::cli::identify_command, {"--inputs", (bad / "in").string(), "--outputs", (bad / "out").string()});
+  CHECK(none.status == 1);
+  CHECK(none.out.find("nearest (bytes differing):\n    fp8-e4m3-tensor: 16\n") != std::string::npos);
+}
+
+TEST_CASE("ports-paged: bad input exits 2 naming the role") {
+  const fs::path dir = write_dump("bad", correct_dump());
+  // An NVFP4 recipe against FP8 caches.
+  Run r = run(kvq::cli::verify_command, verify_args(dir, "nvfp4"));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("the roles are FP8 caches (key_cache, value_cache), the recipe's element is not E4M3") != std::string::npos);
+  // A float slot_mapping; a cache of the wrong shape; a slot past the cache.
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "slot_mapping.npy").string(), NpyArray{"<f4", {2}, std::vector<std::uint8_t>(8)}).empty());
+  r = run(kvq::cli::verify_command, verify_args(dir));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("slot_mapping: ") != std::string::npos);
+  CHECK(r.err.find("holds <f4; give int32 or int64") != std::string::npos);
+  write_dump("bad", correct_dump());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "value_cache.npy").string(), NpyArray{"|u1", {2, 2, 16}, std::vector<std::uint8_t>(64)}).empty());
+  r = run(kvq::cli::verify_command, verify_args(dir));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("value_cache: shape must be [num_blocks, block_size, heads, head_dim]") != std::string::npos);
+  write_dump("bad", correct_dump());
+  NpyArray far{"<i8", {2}, std::vector<std::uint8_t>(16)};
+  const std::int64_t slots[2] = {4, -1};  // 2 pages x 2 slots: slot 4 is past the end
+  std::memcpy(far.bytes.data(), slots, 16);
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "slot_mapping.npy").string(), far).empty());
+  r = run(kvq::cli::verify_command, verify_args(dir));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("slot_mapping") != std::string::npos);
+}
+
+// NVFP4 pages, HND with both sides' scales swizzled: the page comes from kvq's twin (the verdict on
+// it is the twin's), and the test is the report's location of a changed scale byte, which the
+// report finds by undoing the swizzle (unswizzle_index) where the byte was placed by the layout's
+// forward offset (scale_offset).
+TEST_CASE("ports-paged: an NVFP4 page's changed scale byte is located through the swizzle") {
+  using namespace kvq::kernels;
+  PagedStoreShape s;
+  s.layout = PagedKvLayout{PagedFormat::nvfp4, KvOrder::hnd, ScaleSwizzle::k_and_v, 3, 8, 2, 32};
+  s.recipe = kvq::recipe_from_name("nvfp4")->recipe;
+  s.tokens = 5;
+  s.input = DType::fp32;
+  PagedScales scales;
+  scales.k[0] = 0.01f, scales.v[0] = 0.02f;
+  std::vector<float> key(5 * 2 * 32), value(key.size());
+  for (std::size_t i = 0; i < key.size(); ++i) key[i] = 0.37f * static_cast<float>(i % 23) - 3.0f, value[i] = 1.5f - 0.11f * static_cast<float>(i % 17);
+  const std::int64_t slots[5] = {9, 0, -1, 23, 12};
+  std::vector<std::uint8_t> page(static_cast<std::size_t>(s.layout.buffer_bytes()), kPoison);
+  REQUIRE(paged_store_cpu(s, scales, PagedStoreArgs{key.data(), value.data(), slots, page.data(), nullptr}).ok());
+  const std::int64_t off = s.layout.scale_offset(KvSide::v, 2, 7, 1, 1);  // slot 23 = page 2, position 7: token 3
+  page[static_cast<std::size_t>(off)] ^= 0x01;
+  const fs::path dir = fs::temp_directory_path() / "kvq-ports-paged-test-nvfp4";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "out");
+  NpyArray k{"<f4", {5, 2, 32}, std::vector<std::uint8_t>(key.size() * 4)}, v = k;
+  std::memcpy(k.bytes.data(), key.data(), k.bytes.size());
+  std::memcpy(v.bytes.data(), value.data(), v.bytes.size());
+  NpyArray slot{"<i8", {5}, std::vector<std::uint8_t>(40)};
+  std::memcpy(slot.bytes.data(), slots, 40);
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "key.npy").string(), k).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "value.npy").string(), v).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "slot_mapping.npy").string(), slot).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "kv_cache.npy").string(), NpyArray{"|u1", {3, 2, 2, 8, 18}, page}).empty());
+  std::ofstream((dir / "out" / "manifest.json").string())
+      << "{\"kind\": \"paged-store\", \"tensors\": {\"key\": {\"file\": \"key.npy\"}, \"value\": {\"file\": \"value.npy\"},"
+         "\"slot_mapping\": {\"file\": \"slot_mapping.npy\"}, \"kv_cache\": {\"file\": \"kv_cache.npy\", \"poison\": \"0xA5\"},"
+         "\"k_scale\": {\"bits\": \"0x3c23d70a\"}, \"v_scale\": {\"bits\": \"0x3ca3d70a\"}},"
+         "\"layout\": {\"kv_layout\": \"HND\", \"scale_swizzle\": \"k_and_v\"}}\n";
+  const Run r = run(kvq::cli::verify_command, verify_args(dir, "nvfp4"));
+  CHECK(r.status == 1);
+  CHECK(r.out.find("kv_cache: 1 bytes differ in the slots the tokens address, 0 changed outside them") != std::string::npos);
+  CHECK(r.out.find("kv_cache byte " + std::to_string(off) + ": page 2, position 7 (slot 23); V of token 3, head 1, block scale 1:") !=
+        std::string::npos);
+}
