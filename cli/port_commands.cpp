@@ -1,6 +1,7 @@
 // kvq verify / kvq identify: a port's tensors (any framework, dumped as .npy or .safetensors with
 // a manifest) against kvq's recipe models. docs/ports.md.
 #include <cstdlib>
+#include <optional>
 #include <iostream>
 
 #include "cli/commands.hpp"
@@ -50,18 +51,38 @@ std::string parse(const Args& args, bool takes_recipe, PortOptions* o) {
 int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
   PortOptions o;
   if (auto e = parse(args, true, &o); !e.empty()) {
-    err << "kvq verify: " << e << "\nusage: kvq verify RECIPE --inputs DIR --outputs DIR [--manifest FILE] [--show N]\n";
+    err << "kvq verify: " << e << "\nusage: kvq verify RECIPE|rope-quantize|rope-append --inputs DIR --outputs DIR [--manifest FILE] [--show N]\n";
     return 2;
   }
-  const auto named = recipe_from_name(o.recipe);
-  if (!named) {
-    err << "kvq verify: unknown recipe '" << o.recipe << "' (kvq recipes lists them)\n";
+  // The RoPE kinds have no recipe: the argument names the kind (rope-fp8: either).
+  const bool rope_arg = o.recipe == "rope-quantize" || o.recipe == "rope-append" || o.recipe == "rope-fp8";
+  const auto named = rope_arg ? std::nullopt : recipe_from_name(o.recipe);
+  if (!rope_arg && !named) {
+    err << "kvq verify: unknown recipe '" << o.recipe << "' (kvq recipes lists them; rope-quantize, rope-append for RoPE)\n";
     return 2;
   }
   LoadedPort port;
-  if (auto e = load_port(o.files, &port, &named->recipe); !e.empty()) {
+  if (auto e = load_port(o.files, &port, named ? &named->recipe : nullptr); !e.empty()) {
     err << "kvq verify: " << e << "\n";
     return 2;
+  }
+  if (rope_arg != (port.kind == PortKind::rope) ||
+      (port.kind == PortKind::rope && o.recipe != "rope-fp8" &&
+       (o.recipe == "rope-append") != (port.rope.kind == ports::RopeKind::append))) {
+    err << "kvq verify: '" << o.recipe << "' does not name the kind of " << port.manifest
+        << " (RoPE manifests: kvq verify rope-quantize or rope-append; others: a recipe)\n";
+    return 2;
+  }
+  if (port.kind == PortKind::rope) {
+    ports::RopeArithmetic a;
+    a.style = port.rope.shape.style;
+    const ports::RopeComparison c = ports::compare_rope(port.rope, a, static_cast<std::size_t>(o.show));
+    if (!c.error.ok()) {
+      err << "kvq verify: " << c.error << " (manifest " << port.manifest << ")\n";
+      return 2;
+    }
+    out << ports::describe_rope(port.rope, a, c);
+    return c.exact() ? 0 : 1;
   }
   if (!port.recipe.empty() && port.recipe != named->name)
     out << "note: the manifest says recipe '" << port.recipe << "'; checking against '" << named->name << "'\n";
@@ -95,6 +116,18 @@ int identify_command(const Args& args, std::ostream& out, std::ostream& err) {
   if (auto e = load_port(o.files, &port); !e.empty()) {
     err << "kvq identify: " << e << "\n";
     return 2;
+  }
+  if (port.kind == PortKind::rope) {
+    const ports::RopeIdentification id = ports::identify_rope(port.rope, static_cast<std::size_t>(o.show));
+    if (id.tried == 0) {
+      err << "kvq identify: the RoPE model cannot read " << port.manifest << " (see kvq verify rope-fp8 for why)\n";
+      return 2;
+    }
+    out << "kvq identify: " << id.tried << " RoPE arithmetic variants tried; " << id.exact.size() << " reproduce every byte\n";
+    for (const auto& c : id.exact) out << "  exact: this port follows " << c.arithmetic.phrase() << "\n";
+    if (!id.nearest.empty()) out << (id.exact.empty() ? "  nearest (bytes differing):\n" : "  next nearest (bytes differing):\n");
+    for (const auto& c : id.nearest) out << "    " << c.arithmetic.phrase() << ": " << c.comparison.differing() << "\n";
+    return id.exact.empty() ? 1 : 0;
   }
   if (port.kind == PortKind::paged_store) {
     const ports::PagedIdentification id = ports::identify_paged(port.paged, static_cast<std::size_t>(o.show));

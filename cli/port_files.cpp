@@ -1,5 +1,7 @@
 #include "cli/port_files.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 
@@ -215,6 +217,155 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
   return {};
 }
 
+
+// An index array (int32 or int64) as int32, every entry within int32.
+std::string read_indices(const std::string& dir, const std::string& role, const Json& spec, std::vector<std::int32_t>* out) {
+  Tensor t;
+  if (auto e = read_tensor(dir, role, spec, &t); !e.empty()) return e;
+  std::vector<std::int64_t> wide;
+  if (!index_values(t.array, &wide)) return role + ": " + t.path + " holds " + t.array.descr + "; give int32 or int64";
+  out->clear();
+  for (std::size_t i = 0; i < wide.size(); ++i) {
+    if (wide[i] < INT32_MIN || wide[i] > INT32_MAX) return role + ": entry " + std::to_string(i) + " is outside int32";
+    out->push_back(static_cast<std::int32_t>(wide[i]));
+  }
+  return {};
+}
+
+// A float32 parameter: "0x3f800000" (bits) or a JSON number that is exactly a float32.
+std::string float_parameter(const Json* v, const std::string& name, float* out) {
+  if (!v) return "parameters: \"" + name + "\" is missing";
+  if (v->kind == Json::Kind::string) {
+    const auto bits = parse_hex(v->text, 32);
+    if (!bits) return "parameters: \"" + name + "\" must be FP32 bits like 0x3f800000 or a number, got '" + v->text + "'";
+    *out = float_from_bits(static_cast<std::uint32_t>(*bits));
+    return {};
+  }
+  if (v->kind != Json::Kind::number || static_cast<double>(static_cast<float>(v->number)) != v->number)
+    return "parameters: \"" + name + "\" must be a number that is exactly a float32, or its bits as \"0x...\"";
+  *out = static_cast<float>(v->number);
+  return {};
+}
+
+// kinds "rope-quantize" and "rope-append" (docs/ports.md "RoPE"): FlashInfer's argument names.
+std::string load_rope(const PortFiles& files, const Json& m, const Json& tensors, bool append, LoadedPort* out) {
+  const std::vector<std::string> roles =
+      append ? std::vector<std::string>{"q_rope", "k_rope", "q_nope", "k_nope", "v", "cos_sin_cache", "pos_ids", "kv_indptr",
+                                        "kv_indices", "batch_indices", "positions", "q_rope_out", "q_nope_out", "k_cache",
+                                        "v_cache", "ckv_cache", "kpe_cache"}
+             : std::vector<std::string>{"q_rope", "k_rope", "q_nope", "k_nope", "cos_sin_cache", "pos_ids", "q_rope_out",
+                                        "q_nope_out", "k_rope_out", "k_nope_out"};
+  for (const auto& [role, spec] : tensors.members)
+    if (std::find(roles.begin(), roles.end(), role) == roles.end()) {
+      std::string all;
+      for (const auto& r : roles) all += (all.empty() ? "" : ", ") + r;
+      return "manifest: unknown role '" + role + "' for kind " + (append ? "rope-append" : "rope-quantize") + " (" + all + ")";
+    }
+  ports::RopePort& p = out->rope;
+  kernels::RopeShape& s = p.shape;
+  p.kind = append ? ports::RopeKind::append : ports::RopeKind::quantize;
+  const Json* params = m.get("parameters");
+  if (!params || params->kind != Json::Kind::object) return "manifest: kind rope-* needs a \"parameters\" object (is_neox, quant_scale_q, quant_scale_kv)";
+  const Json* neox = params->get("is_neox");
+  if (!neox || neox->kind != Json::Kind::boolean) return "parameters: \"is_neox\" must be true or false";
+  s.style = neox->boolean ? kernels::RopeStyle::neox : kernels::RopeStyle::gptj;
+  if (auto e = float_parameter(params->get("quant_scale_q"), "quant_scale_q", &p.quant_scale_q); !e.empty()) return e;
+  if (auto e = float_parameter(params->get("quant_scale_kv"), "quant_scale_kv", &p.quant_scale_kv); !e.empty()) return e;
+  // Inputs: q_rope [T, qh, R]; k_rope [T, kvh, R] (MLA: [T, R]); nopes likewise, or absent (nope_dim 0).
+  Tensor t;
+  const auto values = [&](const std::string& role, bool required, std::vector<std::int64_t>* shape, std::vector<std::uint8_t>* bytes) -> std::string {
+    const Json* spec = tensors.get(role);
+    if (!spec) return required ? "manifest: kind rope-* needs the role \"" + role + "\"" : std::string();
+    if (auto e = read_tensor(files.inputs, role, *spec, &t); !e.empty()) return e;
+    DType type;
+    if (auto e = value_type(t, role, &type); !e.empty()) return e;
+    if (role != "q_rope" && type != s.input) return role + ": " + t.path + " must have q_rope's dtype";
+    s.input = type;
+    *shape = t.array.shape;
+    *bytes = std::move(t.array.bytes);
+    return {};
+  };
+  std::vector<std::int64_t> qr, kr, qn, kn, vs;
+  if (auto e = values("q_rope", true, &qr, &p.q_rope); !e.empty()) return e;
+  if (auto e = values("k_rope", true, &kr, &p.k_rope); !e.empty()) return e;
+  if (auto e = values("q_nope", false, &qn, &p.q_nope); !e.empty()) return e;
+  if (auto e = values("k_nope", false, &kn, &p.k_nope); !e.empty()) return e;
+  if (qr.size() != 3) return "q_rope: must be [tokens, q_heads, rope_dim]";
+  const bool mla = kr.size() == 2;
+  if (!mla && kr.size() != 3) return "k_rope: must be [tokens, kv_heads, rope_dim] (MLA: [tokens, rope_dim])";
+  s.attention = mla ? kernels::Attention::mla : kernels::Attention::mha;
+  s.tokens = qr[0], s.q_heads = static_cast<int>(qr[1]), s.rope_dim = static_cast<int>(qr[2]);
+  s.kv_heads = mla ? 1 : static_cast<int>(kr[1]);
+  if (kr[0] != s.tokens || kr.back() != s.rope_dim) return "k_rope: must have q_rope's tokens and rope_dim";
+  const std::int64_t nope = qn.empty() ? 0 : qn.back();
+  if (!qn.empty() && (qn.size() != 3 || qn[0] != s.tokens || qn[1] != s.q_heads)) return "q_nope: must be [tokens, q_heads, nope_dim]";
+  if (!kn.empty() && (kn.size() != kr.size() || kn[0] != s.tokens || kn.back() != nope || (!mla && kn[1] != s.kv_heads)))
+    return "k_nope: must be k_rope's shape with q_nope's nope_dim";
+  if (qn.empty() != kn.empty()) return "q_nope, k_nope: give both or neither";
+  if (s.q_heads <= 0 || s.kv_heads <= 0 || s.rope_dim <= 0 || nope > (1 << 20) || s.rope_dim > (1 << 20) || s.q_heads > (1 << 16) || s.kv_heads > (1 << 16))
+    return "q_rope, k_rope: heads and dims must be > 0 and reasonable";
+  s.head_dim = s.rope_dim + static_cast<int>(nope);
+  const Json* csc = tensors.get("cos_sin_cache");
+  if (!csc) return "manifest: kind rope-* needs the role \"cos_sin_cache\"";
+  if (auto e = read_tensor(files.inputs, "cos_sin_cache", *csc, &t); !e.empty()) return e;
+  if (t.array.descr != "<f4" || t.array.shape.size() != 2 || t.array.shape[1] != s.rope_dim)
+    return "cos_sin_cache: " + t.path + " must be float32 [max_pos, rope_dim]";
+  s.max_pos = t.array.shape[0];
+  p.cos_sin_cache.resize(static_cast<std::size_t>(t.array.count()));
+  std::memcpy(p.cos_sin_cache.data(), t.array.bytes.data(), t.array.bytes.size());
+  const Json* pos = tensors.get("pos_ids");
+  if (!pos) return "manifest: kind rope-* needs the role \"pos_ids\"";
+  if (auto e = read_indices(files.inputs, "pos_ids", *pos, &p.pos_ids); !e.empty()) return e;
+  s.page_size = 1;
+  s.batch = 0;
+  std::vector<std::string> outputs = {"q_rope_out", "q_nope_out", "k_rope_out", "k_nope_out"};
+  if (append) {
+    if (!mla && (!tensors.get("v") || !tensors.get("k_cache") || !tensors.get("v_cache")))
+      return "manifest: kind rope-append (MHA) needs the roles \"v\", \"k_cache\" and \"v_cache\"";
+    if (mla && (!tensors.get("ckv_cache") || !tensors.get("kpe_cache")))
+      return "manifest: kind rope-append (MLA: k_rope [tokens, rope_dim]) needs the roles \"ckv_cache\" and \"kpe_cache\"";
+    if (!mla) {
+      if (auto e = values("v", true, &vs, &p.v); !e.empty()) return e;
+      if (vs.size() != 3 || vs[0] != s.tokens || vs[1] != s.kv_heads || vs[2] != s.head_dim)
+        return "v: must be [tokens, kv_heads, rope_dim + nope_dim]";
+    }
+    for (const char* role : {"kv_indptr", "kv_indices", "batch_indices", "positions"}) {
+      const Json* spec = tensors.get(role);
+      if (!spec) return std::string("manifest: kind rope-append needs the role \"") + role + "\"";
+      auto* dst = role == std::string("kv_indptr") ? &p.kv_indptr : role == std::string("kv_indices") ? &p.kv_indices
+                  : role == std::string("batch_indices") ? &p.batch_indices : &p.positions;
+      if (auto e = read_indices(files.inputs, role, *spec, dst); !e.empty()) return e;
+    }
+    if (p.kv_indptr.empty()) return "kv_indptr: must hold batch + 1 entries";
+    s.batch = static_cast<std::int64_t>(p.kv_indptr.size()) - 1;
+    s.num_page_indices = static_cast<std::int64_t>(p.kv_indices.size());
+    if (static_cast<std::int64_t>(p.batch_indices.size()) != s.tokens || static_cast<std::int64_t>(p.positions.size()) != s.tokens)
+      return "batch_indices, positions: must hold one entry a token";
+    const Json* ps = params->get("page_size");
+    const auto page = ps && ps->kind == Json::Kind::number ? integer_of(ps->number, 1, 1 << 20) : std::nullopt;
+    if (!page) return "parameters: \"page_size\" must be an integer in 1..2^20";
+    s.page_size = static_cast<int>(*page);
+    const Json* kl = params->get("kv_layout");
+    const std::string layout = kl && kl->kind == Json::Kind::string ? kl->text : std::string("NHD");
+    if (layout != "NHD" && layout != "HND") return "parameters: \"kv_layout\" is NHD or HND, got '" + layout + "'";
+    s.layout = layout == "HND" ? kernels::KvLayout::hnd : kernels::KvLayout::nhd;
+    outputs = {"q_rope_out", "q_nope_out", mla ? "ckv_cache" : "k_cache", mla ? "kpe_cache" : "v_cache"};
+  }
+  for (int b = 0; b < ports::kRopeBuffers; ++b) {
+    const Json* spec = tensors.get(outputs[b]);
+    if (!spec) {
+      if (b == 1 && nope == 0) continue;  // no nope part: q_nope_out is empty
+      if (b == 3 && nope == 0 && !append) continue;
+      return "manifest: kind rope-* needs the role \"" + outputs[b] + "\"";
+    }
+    std::vector<std::int64_t> shape;
+    if (auto e = read_cache(files, outputs[b], *spec, &shape, &p.after[b], &p.before[b], &p.before_known[b]); !e.empty()) return e;
+    if (append && b == 2 && !shape.empty()) s.num_pages = shape[0];
+  }
+  if (append && p.after[2].empty()) return "manifest: the cache has no pages";
+  return {};
+}
+
 }  // namespace
 
 std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* recipe) {
@@ -239,8 +390,12 @@ std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* rec
     out->kind = PortKind::paged_store;
     return load_paged(files, m, *tensors, recipe, out);
   }
+  if (kind == "rope-quantize" || kind == "rope-append") {
+    out->kind = PortKind::rope;
+    return load_rope(files, m, *tensors, kind == "rope-append", out);
+  }
   if (!kind.empty() && kind != "quantize")
-    return "manifest: \"kind\" is quantize or paged-store, got '" + kind + "'";
+    return "manifest: \"kind\" is quantize, paged-store, rope-quantize or rope-append, got '" + kind + "'";
   for (const auto& [role, spec] : tensors->members)
     if (role != "x" && role != "codes" && role != "block_scales" && role != "global_scale" && role != "dequantized")
       return "manifest: unknown role '" + role + "' (x, codes, block_scales, global_scale, dequantized)";

@@ -7,6 +7,7 @@
 
 #include "oracle/verify.hpp"
 #include "oracle/verify_paged.hpp"
+#include "oracle/verify_rope.hpp"
 
 namespace kvq::cli {
 
@@ -16,14 +17,16 @@ struct PortFiles {
 };
 
 // The manifest's "kind": what the port computes (docs/ports.md). quantize (the default): a flat
-// quantizer, read into `data`; paged-store: a paged KV store, read into `paged` (its layout and
-// recipe fixed by the recipe the command names, given to load_port).
-enum class PortKind : std::uint8_t { quantize, paged_store };
+// quantizer, read into `data`; paged-store: a paged KV store, read into `paged` (its recipe the
+// one the command names, given to load_port); rope-quantize, rope-append: FlashInfer's fused RoPE +
+// FP8 calls, read into `rope`.
+enum class PortKind : std::uint8_t { quantize, paged_store, rope };
 
 struct LoadedPort {
   PortKind kind = PortKind::quantize;
   ports::PortData data;
   ports::PagedPort paged;
+  ports::RopePort rope;
   std::string recipe;    // the manifest's "recipe", if any
   std::string manifest;  // the path read
 };

@@ -26,6 +26,16 @@ std::string exact_decimal(float v) {
   return (r.negative ? "-" : "") + oracle::decimal_expansion(r.magnitude);
 }
 
+std::string buffer_line(const std::string& name, std::int64_t bytes, std::int64_t addressed_mismatches,
+                        std::int64_t untouched_changed, bool before_known, const std::string& addressed_what,
+                        const std::string& untouched_what) {
+  const std::string unchecked = before_known ? "" : " (the bytes no input addresses not checked: give \"poison\" or \"before\")";
+  if (addressed_mismatches + untouched_changed == 0)
+    return "  " + name + ": every one of " + std::to_string(bytes) + " bytes as the model writes it" + unchecked + "\n";
+  return "  " + name + ": " + std::to_string(addressed_mismatches) + " " + addressed_what + ", " + std::to_string(untouched_changed) +
+         " " + untouched_what + ", of " + std::to_string(bytes) + unchecked + "\n";
+}
+
 namespace {
 
 bool packed_element(const Recipe& r) { return format_of(r.element).bits() == 4; }
@@ -182,7 +192,7 @@ float model_tensor_scale(const PortData& d, const Interpretation& how) {
   return tensor_scale(how.recipe, d.amax());
 }
 
-Comparison compare(const PortData& d, const Interpretation& how, std::size_t keep, bool errors) {
+Comparison compare(const PortData& d, const Interpretation& how, std::size_t keep, bool errors, const CompareScope& scope) {
   const Recipe& r = how.recipe;
   Comparison c;
   c.g = model_tensor_scale(d, how);
@@ -200,8 +210,8 @@ Comparison compare(const PortData& d, const Interpretation& how, std::size_t kee
   const std::vector<double> grid = errors ? element_grid(r) : std::vector<double>{};
   float values[kMaxRecipeBlock];
   std::uint8_t expected[kMaxRecipeBlock];
-  for (std::int64_t row = 0; row < d.rows; ++row) {
-    for (std::int64_t b = 0; b < d.cols / n; ++b) {
+  for (std::int64_t row = 0; row < d.rows - scope.rows_short; ++row) {
+    for (std::int64_t b = 0; b < d.cols / n - scope.blocks_short; ++b) {
       const std::int64_t first = row * d.cols + b * n;
       float bmax = 0;
       for (int i = 0; i < n; ++i) {
@@ -211,7 +221,7 @@ Comparison compare(const PortData& d, const Interpretation& how, std::size_t kee
       }
       const std::uint8_t want_scale = quantize_block(r, c.g, values, n, expected);
       const std::uint8_t got_scale = blocked ? d.scales[scale_index(how.scale_layout, d.rows, d.cols / n, row, b)] : 0;
-      if (blocked) {
+      if (blocked && scope.scales) {
         ++c.scales;
         if (want_scale != got_scale) {
           ++c.scale_mismatches;

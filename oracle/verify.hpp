@@ -120,7 +120,17 @@ struct Comparison {
 
 // The model's quantization of the port's x under `how`, compared with the port's outputs. keep:
 // how many first differences to record; errors: whether to compute the error summaries.
-Comparison compare(const PortData& d, const Interpretation& how, std::size_t keep, bool errors);
+// What a comparison covers: everything, by default. Only the comparator's mutants
+// (proptests/comparator_properties.cpp) narrow it, planting the comparator bugs a verifier can
+// have: the last rows or the last blocks of each row left out (an off-by-one bound), the block
+// scales not compared (a role ignored).
+struct CompareScope {
+  std::int64_t rows_short = 0;    // the last rows_short rows not compared
+  std::int64_t blocks_short = 0;  // the last blocks_short blocks of each row not compared
+  bool scales = true;
+};
+Comparison compare(const PortData& d, const Interpretation& how, std::size_t keep, bool errors,
+                   const CompareScope& scope = {});
 
 // The report of `kvq verify`: verdict, counts, first differences (input bits, codes in hex,
 // decoded and exact values), error against the bound.

@@ -85,7 +85,7 @@ std::string cache_byte(const kernels::PagedKvLayout& L, const PagedDifference& d
 
 }  // namespace
 
-PagedComparison compare_paged(const PagedPort& p, std::size_t keep) {
+PagedComparison compare_paged(const PagedPort& p, std::size_t keep, const PagedScope& scope) {
   PagedComparison c;
   const int n = paged_buffers(p.shape.layout);
   std::vector<std::uint8_t> expected[2], zeros[2], ones[2];
@@ -93,10 +93,12 @@ PagedComparison compare_paged(const PagedPort& p, std::size_t keep) {
   if (!c.error.ok()) return c;
   for (int b = 0; b < n; ++b) {
     c.bytes[b] = static_cast<std::int64_t>(p.after[b].size());
-    for (std::int64_t i = 0; i < c.bytes[b]; ++i) {
+    if (!scope.buffers[b]) continue;
+    for (std::int64_t i = 0; i < c.bytes[b] - scope.bytes_short; ++i) {
       if (p.after[b][i] == expected[b][i]) continue;
       // A byte the twin writes differs from one of the two fills (it cannot equal both).
       const bool addressed = zeros[b][i] != 0x00 || ones[b][i] != 0xFF;
+      if (!addressed && !scope.untouched) continue;
       ++(addressed ? c.addressed_mismatches : c.untouched_changed)[b];
       if (c.first.size() < keep) {
         PagedDifference d = locate(p, b, i);
@@ -130,16 +132,9 @@ std::string describe_paged(const PagedPort& p, const std::string& recipe_name, c
      << " = " << number(p.scales.k[0]) << ", " << (L.format == PagedFormat::fp8 ? "v_scale " : "V tensor scale ")
      << hex_digits(bits_of(p.scales.v[0]), 8) << " = " << number(p.scales.v[0]) << (p.shape.per_head_scales ? " (head 0 of per-head scales)" : "")
      << "\n";
-  for (int b = 0; b < paged_buffers(L); ++b) {
-    os << "  " << paged_buffer_name(L, b) << ": ";
-    const char* untouched = p.before_known[b] ? "" : " (bytes outside the slots not checked: give \"poison\" or \"before\")";
-    if (c.addressed_mismatches[b] + c.untouched_changed[b] == 0) {
-      os << "every one of " << c.bytes[b] << " bytes as the model writes it" << untouched << "\n";
-      continue;
-    }
-    os << c.addressed_mismatches[b] << " bytes differ in the slots the tokens address, " << c.untouched_changed[b]
-       << " changed outside them (bytes the port must leave as they were), of " << c.bytes[b] << untouched << "\n";
-  }
+  for (int b = 0; b < paged_buffers(L); ++b)
+    os << buffer_line(paged_buffer_name(L, b), c.bytes[b], c.addressed_mismatches[b], c.untouched_changed[b], p.before_known[b],
+                      "bytes differ in the slots the tokens address", "changed outside them (bytes the port must leave as they were)");
   if (!c.first.empty()) os << "  first differences (buffer byte: page, position (slot); side, token, head, element: expected -> actual):\n";
   for (const PagedDifference& d : c.first) {
     os << "    " << paged_buffer_name(L, d.buffer) << " byte " << d.offset << ": page " << d.page << ", position "

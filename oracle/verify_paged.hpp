@@ -55,7 +55,15 @@ struct PagedComparison {
 int paged_buffers(const kernels::PagedKvLayout& l);
 const char* paged_buffer_name(const kernels::PagedKvLayout& l, int buffer);
 
-PagedComparison compare_paged(const PagedPort& p, std::size_t keep);
+// What a comparison covers: everything, by default; the comparator's mutants narrow it
+// (proptests/comparator_properties.cpp): a buffer not compared (a role ignored), the last bytes of
+// each buffer left out (an off-by-one bound), the bytes outside the slots not checked.
+struct PagedScope {
+  bool buffers[2] = {true, true};
+  std::int64_t bytes_short = 0;
+  bool untouched = true;
+};
+PagedComparison compare_paged(const PagedPort& p, std::size_t keep, const PagedScope& scope = {});
 std::string describe_paged(const PagedPort& p, const std::string& recipe_name, const PagedComparison& c);
 
 // `kvq identify` for a paged store: every named recipe of the page's element (E4M3 caches, or

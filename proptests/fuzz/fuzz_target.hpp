@@ -50,7 +50,8 @@ class ScratchFile {
 
 // The item size of each dtype the readers return in NpyArray::descr (cli/npy.hpp), 0 for any other.
 inline int item_size_of(const std::string& descr) {
-  if (descr == "<f4") return 4;
+  if (descr == "<i8") return 8;
+  if (descr == "<f4" || descr == "<i4") return 4;
   if (descr == "<f2" || descr == "<u2") return 2;
   if (descr == "|u1" || descr == "|i1") return 1;
   return 0;
@@ -60,7 +61,7 @@ inline int item_size_of(const std::string& descr) {
 // file_bytes bytes: a known dtype, non-negative dimensions, and exactly their product's data.
 inline void require_consistent(const cli::NpyArray& array, std::size_t file_bytes) {
   const int item = item_size_of(array.descr);
-  require(item > 0, "the dtype is one of <f4, <f2, <u2, |u1, |i1");
+  require(item > 0, "the dtype is one of <f4, <f2, <u2, |u1, |i1, <i4, <i8");
   for (const std::int64_t d : array.shape) require(d >= 0, "every dimension is non-negative");
   const std::int64_t count = array.count();
   require(count >= 0, "the shape's product fits in int64");

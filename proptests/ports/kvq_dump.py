@@ -98,6 +98,91 @@ def dump(inputs_dir, outputs_dir, x, codes, recipe=None, block_scales=None, glob
     return manifest
 
 
+def dump_paged_store(inputs_dir, outputs_dir, key, value, slot_mapping, k_scale, v_scale, key_cache=None,
+                     value_cache=None, kv_cache=None, poison=None, recipe=None, kv_layout="NHD", scale_swizzle=None):
+    """A paged store's call (docs/ports.md "Paged stores"), vLLM's argument names: key, value
+    [tokens, heads, head_dim], slot_mapping (int32/int64), the FP8 caches key_cache/value_cache or
+    an NVFP4 kv_cache as written, the decode scales k_scale/v_scale (one, or one a head), and the
+    byte the caches held before the call (poison; None: the bytes outside the slots go unchecked).
+    Inputs go to inputs_dir, the caches and manifest.json to outputs_dir; returns the manifest."""
+    if kv_layout not in ("NHD", "HND"):
+        raise ValueError("kv_layout is 'NHD' or 'HND'")
+    if (kv_cache is None) == (key_cache is None or value_cache is None):
+        raise ValueError("give key_cache and value_cache (FP8), or kv_cache (NVFP4)")
+    tensors = {}
+    for role, t in (("key", key), ("value", value)):
+        a, dt = to_numpy(t)
+        tensors[role] = {"file": _save(inputs_dir, role + ".npy", a)}
+        if dt:
+            tensors[role]["dtype"] = dt
+    sa, _ = to_numpy(slot_mapping)
+    if sa.dtype not in (np.int32, np.int64):
+        raise ValueError("slot_mapping must be int32 or int64, got %s" % sa.dtype)
+    tensors["slot_mapping"] = {"file": _save(inputs_dir, "slot_mapping.npy", sa)}
+    for role, t in (("k_scale", k_scale), ("v_scale", v_scale)):
+        a, _ = to_numpy(t)
+        tensors[role] = {"file": _save(inputs_dir, role + ".npy", np.asarray(a, dtype=np.float32).reshape(-1))}
+    caches = (("kv_cache", kv_cache),) if kv_cache is not None else (("key_cache", key_cache), ("value_cache", value_cache))
+    for role, t in caches:
+        a, _ = to_numpy(t)
+        tensors[role] = {"file": _save(outputs_dir, role + ".npy", a.view(np.uint8))}
+        if poison is not None:
+            tensors[role]["poison"] = "0x%02X" % int(poison)
+    manifest = {"kvq_port_manifest": 1, "kind": "paged-store", "tensors": tensors, "layout": {"kv_layout": kv_layout}}
+    if scale_swizzle:
+        manifest["layout"]["scale_swizzle"] = scale_swizzle
+    if recipe:
+        manifest["recipe"] = recipe
+    os.makedirs(outputs_dir, exist_ok=True)
+    with open(os.path.join(outputs_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    return manifest
+
+
+ROPE_INPUTS = ("q_rope", "k_rope", "q_nope", "k_nope", "v", "cos_sin_cache", "pos_ids", "kv_indptr", "kv_indices",
+               "batch_indices", "positions")
+ROPE_OUTPUTS = ("q_rope_out", "q_nope_out", "k_rope_out", "k_nope_out", "k_cache", "v_cache", "ckv_cache", "kpe_cache")
+
+
+def dump_rope(inputs_dir, outputs_dir, kind, tensors, is_neox, quant_scale_q, quant_scale_kv, page_size=None,
+              kv_layout="NHD", poison=None):
+    """A FlashInfer-style fused RoPE + FP8 call (docs/ports.md "RoPE"): kind "rope-quantize"
+    (rope_quantize_fp8) or "rope-append" (rope_quantize_fp8_append_paged_kv_cache); tensors maps
+    FlashInfer's argument names (q_rope, k_rope, q_nope, k_nope, v, cos_sin_cache, pos_ids, kv_indptr,
+    kv_indices, batch_indices, positions) and outputs (q_rope_out, q_nope_out, k_rope_out, k_nope_out,
+    k_cache, v_cache, ckv_cache, kpe_cache) to tensors; poison: the byte the outputs held before the
+    call (None: unknown). Returns the manifest."""
+    if kind not in ("rope-quantize", "rope-append"):
+        raise ValueError("kind is 'rope-quantize' or 'rope-append'")
+    roles = {}
+    for role, t in tensors.items():
+        if t is None:
+            continue
+        if role not in ROPE_INPUTS + ROPE_OUTPUTS:
+            raise ValueError("unknown role %r" % role)
+        a, dt = to_numpy(t)
+        if role in ROPE_OUTPUTS:
+            roles[role] = {"file": _save(outputs_dir, role + ".npy", a.view(np.uint8))}
+            if poison is not None:
+                roles[role]["poison"] = "0x%02X" % int(poison)
+        else:
+            roles[role] = {"file": _save(inputs_dir, role + ".npy", a)}
+            if dt:
+                roles[role]["dtype"] = dt
+    bits = lambda v: "0x%08x" % int(np.asarray(v, dtype=np.float32).reshape(1).view(np.uint32)[0])
+    params = {"is_neox": bool(is_neox), "quant_scale_q": bits(quant_scale_q), "quant_scale_kv": bits(quant_scale_kv)}
+    if kind == "rope-append":
+        params["page_size"] = int(page_size)
+        params["kv_layout"] = kv_layout
+    manifest = {"kvq_port_manifest": 1, "kind": kind, "tensors": roles, "parameters": params}
+    os.makedirs(outputs_dir, exist_ok=True)
+    with open(os.path.join(outputs_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    return manifest
+
+
 # --- the worked example: an NVFP4 port in numpy float32 arithmetic ---------------------------
 
 E2M1_VALUES = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], dtype=np.float32)
@@ -155,9 +240,53 @@ def demo(directory, ties_up):
                 block_scales=scales, global_scale=g, global_scale_role="output", recipe="nvfp4")
 
 
+# --- a paged store in numpy: FP8 caches written at slot_mapping (docs/ports.md "Paged stores") ----
+
+def e4m3_numpy(q):
+    """E4M3 codes of float32 q: RNE on the E4M3 grid, saturating to 448 (finite q)."""
+    m = _round_to_grid(np.abs(q).astype(np.float32), 3, -6, 448, ties_up=False)
+    return _e4m3_bytes(m) | np.where(np.signbit(q), 0x80, 0).astype(np.uint8)
+
+
+def fp8_paged_numpy_port(key, value, slot_mapping, k_scale, v_scale, num_blocks, block_size, poison, stray=False):
+    """vLLM's reshape-and-cache in numpy, NHD: token t's heads at slot slot_mapping[t] (< 0: none),
+    codes e4m3(x / scale). stray: also write slot 0's first byte, which no token addresses."""
+    tokens, heads, dim = key.shape
+    caches = []
+    for x, scale in ((key, k_scale), (value, v_scale)):
+        cache = np.full((num_blocks * block_size, heads, dim), poison, dtype=np.uint8)
+        for t in range(tokens):
+            if slot_mapping[t] >= 0:
+                cache[slot_mapping[t]] = e4m3_numpy(x[t] / np.float32(scale))
+        caches.append(cache.reshape(num_blocks, block_size, heads, dim))
+    if stray:
+        caches[1].reshape(-1)[0] = 0
+    return caches
+
+
+def paged_demo(directory, stray):
+    rng = np.random.default_rng(20261126)
+    tokens, heads, dim, blocks, block_size = 6, 2, 32, 3, 4
+    key = (rng.standard_normal((tokens, heads, dim)) * 3).astype(np.float32)
+    value = (rng.standard_normal((tokens, heads, dim)) * 0.5).astype(np.float32)
+    slot_mapping = np.array([5, 9, -1, 2, 11, 7], dtype=np.int64)  # slot 0 is no token's
+    k_scale, v_scale = np.float32(0.5), np.float32(0.25)
+    key_cache, value_cache = fp8_paged_numpy_port(key, value, slot_mapping, k_scale, v_scale, blocks, block_size, 0xA5, stray)
+    return dump_paged_store(os.path.join(directory, "in"), os.path.join(directory, "out"), key, value, slot_mapping,
+                            k_scale, v_scale, key_cache=key_cache, value_cache=value_cache, poison=0xA5,
+                            recipe="fp8-e4m3-tensor")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--demo", metavar="DIR", required=True, help="write the worked example under DIR/in, DIR/out")
+    parser.add_argument("--demo", metavar="DIR", help="write the worked example under DIR/in, DIR/out")
     parser.add_argument("--ties-up", action="store_true", help="the example port rounds ties away from zero")
+    parser.add_argument("--paged-demo", metavar="DIR", help="write the numpy FP8 paged store under DIR/in, DIR/out")
+    parser.add_argument("--stray", action="store_true", help="the paged store also writes a byte outside its slots")
     args = parser.parse_args()
-    print(json.dumps(demo(args.demo, args.ties_up), indent=2))
+    if bool(args.demo) == bool(args.paged_demo):
+        parser.error("give --demo DIR or --paged-demo DIR")
+    if args.demo:
+        print(json.dumps(demo(args.demo, args.ties_up), indent=2))
+    else:
+        print(json.dumps(paged_demo(args.paged_demo, args.stray), indent=2))

@@ -122,7 +122,7 @@ TEST_CASE("ports-paged: without a poison or before-dump only the addressed bytes
   d.key_cache[0] = 0x00;  // outside the slots: cannot be judged without the bytes before the call
   const Run r = run(kvq::cli::verify_command, verify_args(write_dump("unknown-before", d)));
   CHECK(r.status == 0);
-  CHECK(r.out.find("(bytes outside the slots not checked: give \"poison\" or \"before\")") != std::string::npos);
+  CHECK(r.out.find("(the bytes no input addresses not checked: give \"poison\" or \"before\")") != std::string::npos);
 }
 
 TEST_CASE("ports-paged: identify names the FP8 recipes that reproduce every byte") {

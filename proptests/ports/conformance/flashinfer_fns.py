@@ -182,7 +182,10 @@ def _rope_quantize(ctx, x, label, qh, kvh, rope_dim, nope_dim, is_neox, mla, max
     raw = dict(q_rope=q_rope, k_rope=k_rope, q_nope=q_nope if q_nope is not None else empty_q,
                k_nope=k_nope if k_nope is not None else empty_k, cos_sin_cache=csc, pos_ids=pos_ids,
                q_rope_out=qr, k_rope_out=kr, q_nope_out=qn, k_nope_out=kn, **_scalars(torch, is_neox, sq, skv))
-    return dict(recipe="rope-fp8", label=label, raw=raw)
+    rope = dict(kind="rope-quantize", is_neox=is_neox, quant_scale_q=sq, quant_scale_kv=skv,
+                tensors={k: raw[k] for k in ("q_rope", "k_rope", "q_nope", "k_nope", "cos_sin_cache", "pos_ids",
+                                             "q_rope_out", "k_rope_out", "q_nope_out", "k_nope_out")})
+    return dict(recipe="rope-fp8", label=label, raw=raw, rope=rope)
 
 
 # ---- rope_quantize_fp8_append_paged_kv_cache ----
@@ -252,7 +255,11 @@ def _rope_append(ctx, x, label, qh, kvh, rope_dim, nope_dim, is_neox, mla, layou
                kv_layout="NHD" if mla else layout, poison_byte=torch.tensor(POISON, dtype=torch.uint8))
     if v is not None:
         raw["v"] = v
-    return dict(recipe="rope-fp8", label=label, raw=raw)
+    names = ("q_rope", "k_rope", "q_nope", "k_nope", "v", "cos_sin_cache", "pos_ids", "kv_indptr", "kv_indices",
+             "batch_indices", "positions", "q_rope_out", "q_nope_out") + tuple(caches)
+    rope = dict(kind="rope-append", is_neox=is_neox, quant_scale_q=sq, quant_scale_kv=skv, page_size=page_size,
+                kv_layout="NHD" if mla else layout, poison=POISON, tensors={k: raw[k] for k in names if k in raw})
+    return dict(recipe="rope-fp8", label=label, raw=raw, rope=rope)
 
 
 # Geometries. FlashInfer's kernels need rope_dim a multiple of 32 for NeoX (16 for GPT-J; vectors of

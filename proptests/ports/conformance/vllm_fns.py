@@ -288,7 +288,9 @@ def _run_flash(ctx, mod, x, k_scale_value, v_scale_value, label, seed):
     xv = value.reshape(rows, H * D).cpu()[valid]
     return [
         dict(recipe="fp8-e4m3-tensor-triton", label=label + "/key", x=xk, codes=kc[s_valid], global_scale=k_scale.cpu(),
-             exact_checks=checks, raw=raw, **common),
+             exact_checks=checks, raw=raw,
+             paged=dict(key=key, value=value, slot_mapping=slot_mapping, key_cache=key_cache, value_cache=value_cache,
+                        k_scale=k_scale, v_scale=v_scale, poison=POISON), **common),
         dict(recipe="fp8-e4m3-tensor-triton", label=label + "/value", x=xv, codes=vc[s_valid], global_scale=v_scale.cpu(),
              exact_checks=[], **common),
     ]
