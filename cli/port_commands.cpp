@@ -51,10 +51,28 @@ std::string parse(const Args& args, bool takes_recipe, PortOptions* o) {
 int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
   PortOptions o;
   if (auto e = parse(args, true, &o); !e.empty()) {
-    err << "kvq verify: " << e << "\nusage: kvq verify RECIPE|rope-quantize|rope-append --inputs DIR --outputs DIR [--manifest FILE] [--show N]\n";
+    err << "kvq verify: " << e << "\nusage: kvq verify RECIPE|rope-quantize|rope-append|mla-cache --inputs DIR --outputs DIR [--manifest FILE] [--show N]\n";
     return 2;
   }
-  // The RoPE kinds have no recipe: the argument names the kind (rope-fp8: either).
+  // The RoPE and MLA kinds have no recipe: the argument names the kind (rope-fp8: either RoPE kind).
+  if (o.recipe == "mla-cache") {
+    LoadedPort port;
+    if (auto e = load_port(o.files, &port); !e.empty()) {
+      err << "kvq verify: " << e << "\n";
+      return 2;
+    }
+    if (port.kind != PortKind::mla_cache) {
+      err << "kvq verify: 'mla-cache' does not name the kind of " << port.manifest << "\n";
+      return 2;
+    }
+    const ports::MlaComparison c = ports::compare_mla(port.mla, static_cast<std::size_t>(o.show));
+    if (!c.error.ok()) {
+      err << "kvq verify: " << c.error << " (manifest " << port.manifest << ")\n";
+      return 2;
+    }
+    out << ports::describe_mla(port.mla, c);
+    return c.exact() ? 0 : 1;
+  }
   const bool rope_arg = o.recipe == "rope-quantize" || o.recipe == "rope-append" || o.recipe == "rope-fp8";
   const auto named = rope_arg ? std::nullopt : recipe_from_name(o.recipe);
   if (!rope_arg && !named) {
@@ -66,7 +84,7 @@ int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
     err << "kvq verify: " << e << "\n";
     return 2;
   }
-  if (rope_arg != (port.kind == PortKind::rope) ||
+  if (rope_arg != (port.kind == PortKind::rope) || port.kind == PortKind::mla_cache ||
       (port.kind == PortKind::rope && o.recipe != "rope-fp8" &&
        (o.recipe == "rope-append") != (port.rope.kind == ports::RopeKind::append))) {
     err << "kvq verify: '" << o.recipe << "' does not name the kind of " << port.manifest
@@ -115,6 +133,10 @@ int identify_command(const Args& args, std::ostream& out, std::ostream& err) {
   LoadedPort port;
   if (auto e = load_port(o.files, &port); !e.empty()) {
     err << "kvq identify: " << e << "\n";
+    return 2;
+  }
+  if (port.kind == PortKind::mla_cache) {
+    err << "kvq identify: an MLA cache has one model for its layout; run kvq verify mla-cache\n";
     return 2;
   }
   if (port.kind == PortKind::rope) {

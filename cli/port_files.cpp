@@ -366,6 +366,60 @@ std::string load_rope(const PortFiles& files, const Json& m, const Json& tensors
   return {};
 }
 
+
+// kind "mla-cache" (docs/ports.md "MLA caches"): vLLM's names (k, slot_mapping, k_cache).
+std::string load_mla(const PortFiles& files, const Json& m, const Json& tensors, LoadedPort* out) {
+  for (const auto& [role, spec] : tensors.members)
+    if (role != "k" && role != "slot_mapping" && role != "k_cache")
+      return "manifest: unknown role '" + role + "' for kind mla-cache (k, slot_mapping, k_cache)";
+  ports::MlaPort& p = out->mla;
+  const Json* params = m.get("parameters");
+  const Json* name = params ? params->get("layout") : nullptr;
+  const std::string layout = name && name->kind == Json::Kind::string ? name->text : std::string();
+  bool found = false;
+  std::string names;
+  for (const kernels::MlaLayoutId id : kernels::kMlaLayoutIds) {
+    names += (names.empty() ? "" : ", ") + std::string(kernels::mla_layout(id).name);
+    if (layout == kernels::mla_layout(id).name) p.shape.layout = id, found = true;
+  }
+  if (!found) return "parameters: \"layout\" names the cache layout (" + names + "; kvq layouts), got '" + layout + "'";
+  const Json* bs = params->get("block_size");
+  const auto block = bs && bs->kind == Json::Kind::number ? integer_of(bs->number, 1, 1 << 20) : std::nullopt;
+  if (!block) return "parameters: \"block_size\" (tokens a block) must be an integer in 1..2^20";
+  p.shape.block_size = *block;
+  const kernels::MlaLayout l = p.shape.desc();
+  Tensor t;
+  const Json* k = tensors.get("k");
+  if (!k) return "manifest: kind mla-cache needs the role \"k\"";
+  if (auto e = read_tensor(files.inputs, "k", *k, &t); !e.empty()) return e;
+  DType type;
+  if (auto e = value_type(t, "k", &type); !e.empty()) return e;
+  if (type != DType::bf16) return "k: " + t.path + " must be bfloat16 (the MLA writers take BF16 tokens)";
+  if (t.array.shape.empty() || t.array.shape.back() != l.dims())
+    return "k: " + t.path + " must be [tokens, " + std::to_string(l.dims()) + "] (the layout's dims)";
+  const std::int64_t tokens = t.array.count() / l.dims();
+  p.k.resize(static_cast<std::size_t>(t.array.count()));
+  std::memcpy(p.k.data(), t.array.bytes.data(), t.array.bytes.size());
+  if (const Json* slots = tensors.get("slot_mapping")) {
+    if (auto e = read_tensor(files.inputs, "slot_mapping", *slots, &t); !e.empty()) return e;
+    if (!index_values(t.array, &p.slot_mapping)) return "slot_mapping: " + t.path + " holds " + t.array.descr + "; give int32 or int64";
+    if (static_cast<std::int64_t>(p.slot_mapping.size()) != tokens)
+      return "slot_mapping: " + std::to_string(p.slot_mapping.size()) + " entries, k " + std::to_string(tokens) + " tokens";
+  } else {
+    for (std::int64_t i = 0; i < tokens; ++i) p.slot_mapping.push_back(i);  // token i at slot i (records in order)
+  }
+  const Json* cache = tensors.get("k_cache");
+  if (!cache) return "manifest: kind mla-cache needs the role \"k_cache\"";
+  std::vector<std::int64_t> shape;
+  if (auto e = read_cache(files, "k_cache", *cache, &shape, &p.after, &p.before, &p.before_known); !e.empty()) return e;
+  const std::int64_t block_bytes = l.block_bytes(p.shape.block_size);
+  if (p.after.empty() || static_cast<std::int64_t>(p.after.size()) % block_bytes != 0)
+    return "k_cache: " + std::to_string(p.after.size()) + " bytes is not a whole number of " + std::to_string(block_bytes) +
+           "-byte blocks (" + l.name + ", block_size " + std::to_string(p.shape.block_size) + ")";
+  p.shape.num_blocks = static_cast<std::int64_t>(p.after.size()) / block_bytes;
+  return {};
+}
+
 }  // namespace
 
 std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* recipe) {
@@ -390,12 +444,16 @@ std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* rec
     out->kind = PortKind::paged_store;
     return load_paged(files, m, *tensors, recipe, out);
   }
+  if (kind == "mla-cache") {
+    out->kind = PortKind::mla_cache;
+    return load_mla(files, m, *tensors, out);
+  }
   if (kind == "rope-quantize" || kind == "rope-append") {
     out->kind = PortKind::rope;
     return load_rope(files, m, *tensors, kind == "rope-append", out);
   }
   if (!kind.empty() && kind != "quantize")
-    return "manifest: \"kind\" is quantize, paged-store, rope-quantize or rope-append, got '" + kind + "'";
+    return "manifest: \"kind\" is quantize, paged-store, rope-quantize, rope-append or mla-cache, got '" + kind + "'";
   for (const auto& [role, spec] : tensors->members)
     if (role != "x" && role != "codes" && role != "block_scales" && role != "global_scale" && role != "dequantized")
       return "manifest: unknown role '" + role + "' (x, codes, block_scales, global_scale, dequantized)";

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "oracle/verify.hpp"
+#include "oracle/verify_mla.hpp"
 #include "oracle/verify_paged.hpp"
 #include "oracle/verify_rope.hpp"
 
@@ -19,14 +20,15 @@ struct PortFiles {
 // The manifest's "kind": what the port computes (docs/ports.md). quantize (the default): a flat
 // quantizer, read into `data`; paged-store: a paged KV store, read into `paged` (its recipe the
 // one the command names, given to load_port); rope-quantize, rope-append: FlashInfer's fused RoPE +
-// FP8 calls, read into `rope`.
-enum class PortKind : std::uint8_t { quantize, paged_store, rope };
+// FP8 calls, read into `rope`; mla-cache: an MLA cache writer, read into `mla`.
+enum class PortKind : std::uint8_t { quantize, paged_store, rope, mla_cache };
 
 struct LoadedPort {
   PortKind kind = PortKind::quantize;
   ports::PortData data;
   ports::PagedPort paged;
   ports::RopePort rope;
+  ports::MlaPort mla;
   std::string recipe;    // the manifest's "recipe", if any
   std::string manifest;  // the path read
 };

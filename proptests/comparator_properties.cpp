@@ -17,6 +17,7 @@
 #include "formats/recipe_names.hpp"
 #include "kernels/paged_store.hpp"
 #include "oracle/verify.hpp"
+#include "oracle/verify_mla.hpp"
 #include "oracle/verify_paged.hpp"
 #include "oracle/verify_rope.hpp"
 #include "proptests/harness/mix32.hpp"
@@ -323,6 +324,59 @@ Outcome rope_planted(const RunContext& ctx, const ports::RopeScope& scope) {
   });
 }
 
+// --- MLA caches ----------------------------------------------------------------------------------
+
+// A random MLA cache write (656 record or MODEL1, a few blocks, padding tokens), the cache written
+// by kvq's twin over 0xA5; the bytes it writes found by running it over 0x00 and 0xFF.
+Outcome mla_planted(const RunContext& ctx) {
+  return check_random(ctx, [&] {
+    ports::MlaPort p;
+    p.shape.layout = *rc::gen::element(kernels::MlaLayoutId::fp8_nope_block_scale_bf16_rope, kernels::MlaLayoutId::model1_fp8_sparse);
+    p.shape.block_size = *rc::gen::inRange(1, 5);
+    p.shape.num_blocks = *rc::gen::inRange(1, 4);
+    const std::int64_t tokens = *rc::gen::inRange<std::int64_t>(1, p.shape.slots() + 1);
+    const int k = *rc::gen::inRange(1, 7);
+    const auto seed = *rc::gen::arbitrary<std::uint32_t>();
+    std::vector<std::int64_t> free_slots(static_cast<std::size_t>(p.shape.slots()));
+    std::iota(free_slots.begin(), free_slots.end(), 0);
+    for (std::size_t i = free_slots.size(); i > 1; --i) std::swap(free_slots[i - 1], free_slots[mix32(seed + i) % i]);
+    for (std::int64_t t = 0; t < tokens; ++t)
+      p.slot_mapping.push_back(mix32(seed ^ (t + 5)) % 4 == 0 ? -1 : free_slots[static_cast<std::size_t>(t)]);
+    const int dims = p.shape.desc().dims();
+    for (std::int64_t i = 0; i < tokens * dims; ++i)  // BF16 values of assorted magnitudes, some zeros
+      p.k.push_back(mix32(seed + 7 * i) % 9 == 0 ? 0 : static_cast<std::uint16_t>(0x3000 + mix32(seed + 7 * i) % 0x1800));
+    std::vector<std::uint8_t> zeros, ones;
+    p.after.assign(static_cast<std::size_t>(p.shape.bytes()), 0xA5);
+    p.before = p.after;
+    zeros.assign(p.after.size(), 0x00);
+    ones.assign(p.after.size(), 0xFF);
+    for (std::vector<std::uint8_t>* out : {&p.after, &zeros, &ones})
+      RC_ASSERT(kernels::mla_quantize_cpu(p.shape, p.k.data(), p.slot_mapping.data(), tokens, out->data()).ok());
+    const std::int64_t last = static_cast<std::int64_t>(p.after.size()) - 1;
+    const auto written = [&](std::int64_t off) { return zeros[off] != 0x00 || ones[off] != 0xFF; };
+    std::vector<std::int64_t> edges = {0, last};
+    for (std::int64_t off = 0; off <= last; ++off)
+      if (!written(off)) {
+        edges.push_back(off);  // the first byte no token writes (another slot, padding, the tail's pad)
+        break;
+      }
+    const auto targets = pick<std::int64_t>(edges, [&](std::uint32_t h) { return static_cast<std::int64_t>(h % (last + 1)); }, k, seed);
+    std::int64_t addressed = 0, untouched = 0;
+    for (const std::int64_t t : targets) {
+      p.after[static_cast<std::size_t>(t)] ^= 0x01;
+      ++(written(t) ? addressed : untouched);
+    }
+    const ports::MlaComparison c = ports::compare_mla(p, 1000);
+    RC_ASSERT(c.error.ok());
+    RC_ASSERT(c.addressed_mismatches == addressed);
+    RC_ASSERT(c.untouched_changed == untouched);
+    for (const std::int64_t t : targets)
+      RC_ASSERT(std::any_of(c.first.begin(), c.first.end(), [&](const ports::MlaDifference& d) {
+        return d.offset == t && d.addressed == written(t) && (d.token >= 0) == written(t);
+      }));
+  });
+}
+
 // --- the comparator's mutants ----------------------------------------------------------------
 
 struct ComparatorMutant {
@@ -374,6 +428,7 @@ void register_comparator_properties() {
     add_property("ports", std::string("verify/") + name + "/every-planted-difference-reported", Device::cpu,
                  [r](const RunContext& ctx) { return flat_planted(ctx, r, {}); });
   }
+  add_property("ports", "verify-mla/every-planted-difference-reported", Device::cpu, mla_planted);
   add_property("ports", "verify-rope/append/every-planted-difference-reported", Device::cpu,
                [](const RunContext& ctx) { return rope_planted(ctx, {}); });
   for (const PagedFormat f : {PagedFormat::fp8, PagedFormat::nvfp4})

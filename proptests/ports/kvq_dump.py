@@ -140,6 +140,31 @@ def dump_paged_store(inputs_dir, outputs_dir, key, value, slot_mapping, k_scale,
     return manifest
 
 
+def dump_mla_cache(inputs_dir, outputs_dir, k, k_cache, layout, block_size, slot_mapping=None, poison=None):
+    """An MLA cache writer's call (docs/ports.md "MLA caches"): k (BF16 [tokens, dims of the layout]),
+    slot_mapping (int32/int64; None: token i at slot i), the cache as written (uint8 bytes), the
+    layout's name (`kvq layouts`: fp8_nope_with_block_scale_bf16_rope, model1_fp8_sparse) and
+    block_size (tokens a block); poison: the byte the cache held before the call. Returns the manifest."""
+    ka, kdt = to_numpy(k)
+    tensors = {"k": {"file": _save(inputs_dir, "k.npy", ka)}}
+    if kdt:
+        tensors["k"]["dtype"] = kdt
+    if slot_mapping is not None:
+        sa, _ = to_numpy(slot_mapping)
+        tensors["slot_mapping"] = {"file": _save(inputs_dir, "slot_mapping.npy", sa)}
+    ca, _ = to_numpy(k_cache)
+    tensors["k_cache"] = {"file": _save(outputs_dir, "k_cache.npy", ca.view(np.uint8))}
+    if poison is not None:
+        tensors["k_cache"]["poison"] = "0x%02X" % int(poison)
+    manifest = {"kvq_port_manifest": 1, "kind": "mla-cache", "tensors": tensors,
+                "parameters": {"layout": layout, "block_size": int(block_size)}}
+    os.makedirs(outputs_dir, exist_ok=True)
+    with open(os.path.join(outputs_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    return manifest
+
+
 ROPE_INPUTS = ("q_rope", "k_rope", "q_nope", "k_nope", "v", "cos_sin_cache", "pos_ids", "kv_indptr", "kv_indices",
                "batch_indices", "positions")
 ROPE_OUTPUTS = ("q_rope_out", "q_nope_out", "k_rope_out", "k_nope_out", "k_cache", "v_cache", "ckv_cache", "kpe_cache")

@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 from common import Context  # noqa: E402
 import inputs  # noqa: E402
-from kvq_dump import dump, dump_paged_store, dump_rope, to_numpy  # noqa: E402
+from kvq_dump import dump, dump_mla_cache, dump_paged_store, dump_rope, to_numpy  # noqa: E402
 
 MODULES = ("libraries", "sglang_fns", "vllm_fns", "flashinfer_fns")
 DUMP_KEYS = ("x", "codes", "recipe", "block_scales", "global_scale", "global_scale_convention",
@@ -96,7 +96,7 @@ def verify_one(kvq, out, rec):
     if rec["recipe"] == "rope-fp8":  # every arithmetic variant that reproduces the call, exact or not by default
         rc2, text2 = run_kvq(kvq, ["identify"] + io + ["--show", "4"])
         rec["identify"] = dict(rc=rc2, report=first_lines(text2, 160))
-    elif rc != 0:
+    elif rc != 0 and rec["recipe"] != "mla-cache":  # an MLA cache has one model: nothing to identify
         rc2, text2 = run_kvq(kvq, ["identify"] + io + ["--show", "4", "--changes", IDENTIFY_CHANGES])
         rec["identify"] = dict(rc=rc2, report=first_lines(text2, 30))
     return rec
@@ -129,7 +129,7 @@ def verify_all(kvq, out, records, jobs):
     records = [r for r in records if r.get("dump") and r.get("recipe") is not None]
     known = kvq_recipes(kvq)
     if known:  # a recipe kvq does not list is not verified either (kvq would answer BAD-INPUT)
-        known = known | {"rope-fp8"}  # the RoPE kinds' name for `kvq verify`
+        known = known | {"rope-fp8", "mla-cache"}  # the kinds `kvq verify` names without a recipe
         for r in records:
             if r["recipe"] not in known:
                 r["verify_skipped"] = "recipe %r unknown to kvq (kvq recipes)" % r["recipe"]
@@ -223,25 +223,23 @@ def main():
                         except Exception as e:
                             rec["error"] = "dump: %s: %s" % (type(e).__name__, e)
                     records.append(rec)
-                    if r.get("paged"):  # the whole call, as `kvq verify` kind paged-store reads it
-                        paged_where = os.path.join(args.out, "dumps", p.name, dtype, case, (label or "main") + "-paged-store")
-                        prec = dict(base, label=(label or "main") + "/paged-store", recipe=r.get("recipe"), exact_checks=[])
+                    # Whole calls in the layout-aware kinds (docs/ports.md): the paged store (under
+                    # the producer's recipe), MLA cache writers and FlashInfer's fused RoPE.
+                    for key, writer, suffix, recipe in (
+                            ("paged", dump_paged_store, "paged-store", r.get("recipe")),
+                            ("mla", dump_mla_cache, "mla-cache", "mla-cache"),
+                            ("rope", dump_rope, (r.get("rope") or {}).get("kind"), "rope-fp8")):
+                        if not r.get(key):
+                            continue
+                        whole = os.path.join(args.out, "dumps", p.name, dtype, case, (label or "main") + "-" + suffix)
+                        wrec = dict(base, label=(label or "main") + "/" + suffix, recipe=recipe, exact_checks=[])
+                        extra = dict(recipe=recipe) if key == "paged" else {}
                         try:
-                            dump_paged_store(os.path.join(paged_where, "in"), os.path.join(paged_where, "out"),
-                                             recipe=r.get("recipe"), **r["paged"])
-                            prec["dump"] = os.path.relpath(paged_where, args.out)
+                            writer(os.path.join(whole, "in"), os.path.join(whole, "out"), **r[key], **extra)
+                            wrec["dump"] = os.path.relpath(whole, args.out)
                         except Exception as e:
-                            prec["error"] = "dump_paged_store: %s: %s" % (type(e).__name__, e)
-                        records.append(prec)
-                    if r.get("rope"):  # FlashInfer's fused RoPE calls, as `kvq verify rope-fp8` reads them
-                        rope_where = os.path.join(args.out, "dumps", p.name, dtype, case, (label or "main") + "-rope")
-                        rrec = dict(base, label=(label or "main") + "/" + r["rope"]["kind"], recipe="rope-fp8", exact_checks=[])
-                        try:
-                            dump_rope(os.path.join(rope_where, "in"), os.path.join(rope_where, "out"), **r["rope"])
-                            rrec["dump"] = os.path.relpath(rope_where, args.out)
-                        except Exception as e:
-                            rrec["error"] = "dump_rope: %s: %s" % (type(e).__name__, e)
-                        records.append(rrec)
+                            wrec["error"] = "%s: %s: %s" % (writer.__name__, type(e).__name__, e)
+                        records.append(wrec)
                     print("%-40s %-9s %-12s %-14s %s%s" % (
                         p.name, dtype, case, label[:14], rec.get("recipe"), rec.get("error", "") + "".join(
                             " [%s: %d/%d]" % (c["what"], c["differ"], c["total"]) for c in checks if c["differ"])),

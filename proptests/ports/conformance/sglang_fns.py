@@ -360,7 +360,10 @@ def _mla_quantize_run(ctx, x):
                 ("quantize_k_cache_separate rope part == quantize_k_cache bytes [528:656]",
                  _np_u8(u8[:, 528:]), _np_u8(rope_part)),
             ],
-            raw={"record_656": u8, "nope_part_separate": nope_part, "rope_part_separate": rope_part}))
+            raw={"record_656": u8, "nope_part_separate": nope_part, "rope_part_separate": rope_part},
+            # the records as an MLA cache (one block, token i at slot i) for `kvq verify mla-cache`
+            mla=dict(k=torch.cat([nope, rope], dim=-1).contiguous(), k_cache=rec, layout="fp8_nope_with_block_scale_bf16_rope",
+                     block_size=rows)))
         out.extend(tiles)
     return out
 

@@ -487,8 +487,11 @@ def _run_mla(ctx, mod, x, v41, label, seed):
                        rope_actual))
         checks.append(("scale pad byte (index 7 of each token's 8 scale bytes) is 0",
                        np.zeros(len(s), dtype=np.uint8), scales[:, 7].copy()))
+    # V4 (MODEL1) is kvq's model1_fp8_sparse layout: the whole cache as `kvq verify mla-cache` reads it.
+    mla = None if v41 else dict(k=x, slot_mapping=slot_mapping, k_cache=k_cache, layout="model1_fp8_sparse",
+                                block_size=MLA_BS, poison=POISON)
     return dict(recipe="mla-model1-mxfp8-tile32" if v41 else "mla-model1-tile64", label=label, x=nope_x, codes=np.ascontiguousarray(codes),
-                block_scales=np.ascontiguousarray(block_scales), block=tile, exact_checks=checks, raw=raw)
+                block_scales=np.ascontiguousarray(block_scales), block=tile, exact_checks=checks, raw=raw, mla=mla)
 
 
 def _run_mla_all(ctx, x, v41):
