@@ -11,20 +11,10 @@
 namespace kvq::cli {
 namespace {
 
-const char* part_name(kernels::MlaPart p) {
-  switch (p) {
-    case kernels::MlaPart::nope: return "nope";
-    case kernels::MlaPart::tile_scales: return "tile scales";
-    case kernels::MlaPart::rope: return "rope";
-    case kernels::MlaPart::pad: return "pad";
-  }
-  return "?";
-}
-
 void segments(std::ostream& os, const char* where, const kernels::MlaSegment* s, int n) {
   int at = 0;
   for (int i = 0; i < n; ++i) {
-    os << "  " << std::left << std::setw(8) << where << std::setw(13) << part_name(s[i].part) << std::right << std::setw(6)
+    os << "  " << std::left << std::setw(8) << where << std::setw(13) << kernels::name_of(s[i].part) << std::right << std::setw(6)
        << at << std::setw(6) << at + s[i].bytes() << std::setw(6) << s[i].bytes() << "   " << s[i].count << " x "
        << name_of(s[i].format) << "\n";
     at += s[i].bytes();

@@ -15,6 +15,15 @@
 namespace kvq::kernels {
 
 enum class MlaPart : std::uint8_t { nope, tile_scales, rope, pad };
+inline const char* name_of(MlaPart p) {  // as `kvq layouts` and the verify reports print it
+  switch (p) {
+    case MlaPart::nope: return "nope";
+    case MlaPart::tile_scales: return "tile scales";
+    case MlaPart::rope: return "rope";
+    case MlaPart::pad: return "pad";
+  }
+  return "?";
+}
 
 struct MlaSegment {
   MlaPart part = MlaPart::nope;

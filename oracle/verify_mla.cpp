@@ -15,16 +15,6 @@ Status run_twin(const MlaPort& p, const std::vector<std::uint8_t>* before, std::
   return kernels::mla_quantize_cpu(p.shape, p.k.data(), p.slot_mapping.data(), p.tokens(), out->data());
 }
 
-const char* name_of(MlaPart part) {
-  switch (part) {
-    case MlaPart::nope: return "nope";
-    case MlaPart::tile_scales: return "tile scales";
-    case MlaPart::rope: return "rope";
-    case MlaPart::pad: return "pad";
-  }
-  return "";
-}
-
 // Where byte `offset` of the cache lies: its block, the token entry and the part of its record or
 // tail (kernels/mla_layouts.hpp), or block padding; and the token whose slot it is.
 MlaDifference locate(const MlaPort& p, std::int64_t offset) {
@@ -43,7 +33,7 @@ MlaDifference locate(const MlaPort& p, std::int64_t offset) {
   for (const MlaPart part : {MlaPart::nope, MlaPart::tile_scales, MlaPart::rope, MlaPart::pad}) {
     bool tail = false;
     const kernels::MlaSegment seg = l.segment(part, &tail);
-    const std::int64_t size = seg.count * (format_of(seg.format).bits() / 8);
+    const std::int64_t size = seg.bytes();
     if (seg.count == 0 || tail != in_tail) continue;
     if (byte >= l.offset_of(part) && byte < l.offset_of(part) + size) d.part = part, d.index = byte - l.offset_of(part);
   }
@@ -100,7 +90,7 @@ std::string describe_mla(const MlaPort& p, const MlaComparison& c) {
       os << "no token addresses this slot: held " << hex_digits(d.before, 2) << ", now " << hex_digits(d.actual, 2) << "\n";
       continue;
     }
-    os << "token " << d.token << ", " << name_of(d.part) << "[" << d.index << "]: " << hex_digits(d.expected, 2) << " -> "
+    os << "token " << d.token << ", " << kernels::name_of(d.part) << "[" << d.index << "]: " << hex_digits(d.expected, 2) << " -> "
        << hex_digits(d.actual, 2) << "\n";
   }
   return os.str();

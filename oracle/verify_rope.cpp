@@ -285,7 +285,9 @@ std::string describe_rope(const RopePort& p, const RopeArithmetic& a, const Rope
   os << "\n";
   for (int b = 0; b < kRopeBuffers; ++b) {
     if (c.bytes[b] == 0) continue;
-    os << buffer_line(rope_buffer_name(p, b), c.bytes[b], c.addressed_mismatches[b], c.untouched_changed[b], p.before_known[b],
+    // rope-quantize writes every byte of its outputs: nothing goes unchecked without a poison.
+    const bool checked = p.before_known[b] || p.kind == RopeKind::quantize;
+    os << buffer_line(rope_buffer_name(p, b), c.bytes[b], c.addressed_mismatches[b], c.untouched_changed[b], checked,
                       "elements differ", "bytes no element addresses changed");
   }
   if (c.rotated_mismatches)

@@ -58,8 +58,8 @@ struct RopePort {
   bool before_known[kRopeBuffers] = {true, true, true, true};
 };
 const char* rope_buffer_name(const RopePort& p, int buffer);
-// The bytes each output buffer must have (0: the buffer is not one of this kind's, e.g. q_nope_out
-// when nope_dim is 0 is still named but empty).
+// The bytes each output buffer must have (0 where the call has no such part: q_nope_out and
+// k_nope_out without a nope part).
 std::int64_t rope_buffer_bytes(const RopePort& p, int buffer);
 
 struct RopeDifference {
