@@ -46,32 +46,67 @@ std::string parse(const Args& args, bool takes_recipe, PortOptions* o) {
   return {};
 }
 
+// The verdict of a comparison made from a loaded port: its report and exit 0 (bit-exact) or 1, or
+// exit 2 where the model rejects the port's arguments.
+template <class Comparison, class Describe>
+int report(const LoadedPort& port, const Comparison& c, std::ostream& out, std::ostream& err, Describe describe) {
+  if (!c.error.ok()) {
+    err << "kvq verify: " << c.error << " (manifest " << port.manifest << ")\n";
+    return 2;
+  }
+  out << describe();
+  return c.exact() ? 0 : 1;
+}
+
+int verify_mla(const PortOptions& o, const LoadedPort& port, std::ostream& out, std::ostream& err) {
+  const ports::MlaComparison c = ports::compare_mla(port.mla, static_cast<std::size_t>(o.show));
+  return report(port, c, out, err, [&] { return ports::describe_mla(port.mla, c); });
+}
+
+// kvq identify's answer for a layout-aware kind (oracle/layout_identification.hpp): the counts,
+// each exact candidate, the nearest others with their differing bytes; exit 0 where one is exact,
+// 1 where none is, 2 where no candidate could read the port.
+template <class Found, class Name>
+int print_identification(const LoadedPort& port, const Found& id, const std::string& tried_what, const std::string& unit,
+                         const std::string& exact_phrase, const std::string& unreadable, const std::string& verify,
+                         std::ostream& out, std::ostream& err, Name name) {
+  if (id.tried == 0) {
+    err << "kvq identify: " << unreadable << " " << port.manifest << " (see " << verify << " for why)\n";
+    return 2;
+  }
+  out << "kvq identify: " << id.tried << " " << tried_what << " tried; " << id.exact.size() << " reproduce every " << unit << "\n";
+  for (const auto& c : id.exact) out << "  exact: " << exact_phrase << " " << name(c) << "\n";
+  if (!id.nearest.empty()) out << (id.exact.empty() ? "  nearest (bytes differing):\n" : "  next nearest (bytes differing):\n");
+  for (const auto& c : id.nearest) out << "    " << name(c) << ": " << c.comparison.differing() << "\n";
+  return id.exact.empty() ? 1 : 0;
+}
+
 }  // namespace
 
 int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
   PortOptions o;
   if (auto e = parse(args, true, &o); !e.empty()) {
-    err << "kvq verify: " << e << "\nusage: kvq verify RECIPE|rope-quantize|rope-append|mla-cache --inputs DIR --outputs DIR [--manifest FILE] [--show N]\n";
+    err << "kvq verify: " << e << "\nusage: kvq verify RECIPE|rope-quantize|rope-append|mla-cache|mla-requant|workspace --inputs DIR --outputs DIR [--manifest FILE] [--show N]\n";
     return 2;
   }
-  // The RoPE and MLA kinds have no recipe: the argument names the kind (rope-fp8: either RoPE kind).
-  if (o.recipe == "mla-cache") {
+  // The RoPE, requantize and workspace kinds have no recipe: the argument names the kind (rope-fp8:
+  // either RoPE kind). An MLA cache has its layout's tile rule (or the manifest's tile_recipe):
+  // `mla-cache`, or a recipe named as its tile rule.
+  if (o.recipe == "workspace" || o.recipe == "mla-cache" || o.recipe == "mla-requant") {
     LoadedPort port;
     if (auto e = load_port(o.files, &port); !e.empty()) {
       err << "kvq verify: " << e << "\n";
       return 2;
     }
-    if (port.kind != PortKind::mla_cache) {
-      err << "kvq verify: 'mla-cache' does not name the kind of " << port.manifest << "\n";
+    const bool workspace = o.recipe == "workspace";
+    if (port.kind != (workspace ? PortKind::workspace : PortKind::mla) ||
+        (!workspace && (o.recipe == "mla-requant") != (port.mla.call == ports::MlaCall::requantize))) {
+      err << "kvq verify: '" << o.recipe << "' does not name the kind of " << port.manifest << "\n";
       return 2;
     }
-    const ports::MlaComparison c = ports::compare_mla(port.mla, static_cast<std::size_t>(o.show));
-    if (!c.error.ok()) {
-      err << "kvq verify: " << c.error << " (manifest " << port.manifest << ")\n";
-      return 2;
-    }
-    out << ports::describe_mla(port.mla, c);
-    return c.exact() ? 0 : 1;
+    if (!workspace) return verify_mla(o, port, out, err);
+    const ports::WorkspaceComparison c = ports::compare_workspace(port.workspace, static_cast<std::size_t>(o.show));
+    return report(port, c, out, err, [&] { return ports::describe_workspace(port.workspace, c); });
   }
   const bool rope_arg = o.recipe == "rope-quantize" || o.recipe == "rope-append" || o.recipe == "rope-fp8";
   const auto named = rope_arg ? std::nullopt : recipe_from_name(o.recipe);
@@ -84,7 +119,18 @@ int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
     err << "kvq verify: " << e << "\n";
     return 2;
   }
-  if (rope_arg != (port.kind == PortKind::rope) || port.kind == PortKind::mla_cache ||
+  if (port.kind == PortKind::mla && named && port.mla.call == ports::MlaCall::quantize) {
+    if (auto e = ports::mla_tile_rule(port.mla.shape.desc(), o.recipe, &port.mla.tile, &port.mla.tile_name); !e.ok()) {
+      err << "kvq verify: " << e << "\n";
+      return 2;
+    }
+    if (auto e = kernels::mla_tile_recipe_error(port.mla.shape, port.mla.tile); !e.ok()) {
+      err << "kvq verify: RECIPE '" << o.recipe << "' as the tile rule: " << e << " (manifest " << port.manifest << ")\n";
+      return 2;
+    }
+    return verify_mla(o, port, out, err);
+  }
+  if (rope_arg != (port.kind == PortKind::rope) || port.kind == PortKind::mla || port.kind == PortKind::workspace ||
       (port.kind == PortKind::rope && o.recipe != "rope-fp8" &&
        (o.recipe == "rope-append") != (port.rope.kind == ports::RopeKind::append))) {
     err << "kvq verify: '" << o.recipe << "' does not name the kind of " << port.manifest
@@ -95,12 +141,7 @@ int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
     ports::RopeArithmetic a;
     a.style = port.rope.shape.style;
     const ports::RopeComparison c = ports::compare_rope(port.rope, a, static_cast<std::size_t>(o.show));
-    if (!c.error.ok()) {
-      err << "kvq verify: " << c.error << " (manifest " << port.manifest << ")\n";
-      return 2;
-    }
-    out << ports::describe_rope(port.rope, a, c);
-    return c.exact() ? 0 : 1;
+    return report(port, c, out, err, [&] { return ports::describe_rope(port.rope, a, c); });
   }
   if (!port.recipe.empty() && port.recipe != named->name)
     out << "note: the manifest says recipe '" << port.recipe << "'; checking against '" << named->name << "'\n";
@@ -135,35 +176,27 @@ int identify_command(const Args& args, std::ostream& out, std::ostream& err) {
     err << "kvq identify: " << e << "\n";
     return 2;
   }
-  if (port.kind == PortKind::mla_cache) {
-    err << "kvq identify: an MLA cache has one model for its layout; run kvq verify mla-cache\n";
-    return 2;
+  const auto keep = static_cast<std::size_t>(o.show);
+  if (port.kind == PortKind::workspace)
+    return print_identification(port, ports::identify_workspace(port.workspace, keep), "workspace roundings", "workspace byte",
+                                "this workspace rounds", "the workspace model cannot read", "kvq verify workspace", out, err,
+                                [](const auto& c) { return ports::name_of(c.rounding); });
+  if (port.kind == PortKind::mla) {
+    const bool requant = port.mla.call == ports::MlaCall::requantize;
+    return print_identification(port, ports::identify_mla(port.mla, keep), requant ? "uses of k_scale" : "tile rules",
+                                std::string("byte of the ") + port.mla.shape.desc().name + " cache",
+                                requant ? "this requantizer follows" : "this writer follows",
+                                "the MLA model cannot read", requant ? "kvq verify mla-requant" : "kvq verify mla-cache", out, err,
+                                [](const auto& c) { return c.recipe; });
   }
-  if (port.kind == PortKind::rope) {
-    const ports::RopeIdentification id = ports::identify_rope(port.rope, static_cast<std::size_t>(o.show));
-    if (id.tried == 0) {
-      err << "kvq identify: the RoPE model cannot read " << port.manifest << " (see kvq verify rope-fp8 for why)\n";
-      return 2;
-    }
-    out << "kvq identify: " << id.tried << " RoPE arithmetic variants tried; " << id.exact.size() << " reproduce every byte\n";
-    for (const auto& c : id.exact) out << "  exact: this port follows " << c.arithmetic.phrase() << "\n";
-    if (!id.nearest.empty()) out << (id.exact.empty() ? "  nearest (bytes differing):\n" : "  next nearest (bytes differing):\n");
-    for (const auto& c : id.nearest) out << "    " << c.arithmetic.phrase() << ": " << c.comparison.differing() << "\n";
-    return id.exact.empty() ? 1 : 0;
-  }
-  if (port.kind == PortKind::paged_store) {
-    const ports::PagedIdentification id = ports::identify_paged(port.paged, static_cast<std::size_t>(o.show));
-    if (id.tried == 0) {
-      err << "kvq identify: no named recipe's paged store takes the tensors of " << port.manifest
-          << " (see kvq verify RECIPE for why)\n";
-      return 2;
-    }
-    out << "kvq identify: " << id.tried << " paged-store recipes tried; " << id.exact.size() << " reproduce every cache byte\n";
-    for (const auto& c : id.exact) out << "  exact: this port follows " << c.recipe << "\n";
-    if (!id.nearest.empty()) out << (id.exact.empty() ? "  nearest (bytes differing):\n" : "  next nearest (bytes differing):\n");
-    for (const auto& c : id.nearest) out << "    " << c.recipe << ": " << c.differing() << "\n";
-    return id.exact.empty() ? 1 : 0;
-  }
+  if (port.kind == PortKind::rope)
+    return print_identification(port, ports::identify_rope(port.rope, keep), "RoPE arithmetic variants", "byte",
+                                "this port follows", "the RoPE model cannot read", "kvq verify rope-fp8", out, err,
+                                [](const auto& c) { return c.arithmetic.phrase(); });
+  if (port.kind == PortKind::paged_store)
+    return print_identification(port, ports::identify_paged(port.paged, keep), "paged-store recipes", "cache byte",
+                                "this port follows", "no named recipe's paged store takes the tensors of", "kvq verify RECIPE",
+                                out, err, [](const auto& c) { return c.recipe; });
   const ports::Identification id = ports::identify(port.data, o.changes, static_cast<std::size_t>(o.show));
   if (id.tried == 0) {
     err << "kvq identify: no recipe fits the layout of " << port.manifest

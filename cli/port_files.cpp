@@ -125,16 +125,19 @@ std::string read_cache(const PortFiles& files, const std::string& role, const Js
 // kind "paged-store" (docs/ports.md "Paged stores"): vLLM's argument names.
 std::string load_paged(const PortFiles& files, const Json& m, const Json& tensors, const Recipe* recipe, LoadedPort* out) {
   using kernels::PagedFormat;
+  static const char* const kPool[] = {"k_buffer", "k_scale_buffer", "v_buffer", "v_scale_buffer"};  // SGLang's NVFP4 pool
   for (const auto& [role, spec] : tensors.members)
     if (role != "key" && role != "value" && role != "slot_mapping" && role != "key_cache" && role != "value_cache" &&
-        role != "kv_cache" && role != "k_scale" && role != "v_scale")
+        role != "kv_cache" && role != "k_scale" && role != "v_scale" &&
+        std::find_if(std::begin(kPool), std::end(kPool), [&](const char* r) { return role == r; }) == std::end(kPool))
       return "manifest: unknown role '" + role + "' for kind paged-store (key, value, slot_mapping, key_cache, value_cache, "
-             "kv_cache, k_scale, v_scale)";
+             "kv_cache, k_buffer, k_scale_buffer, v_buffer, v_scale_buffer, k_scale, v_scale)";
   ports::PagedPort& p = out->paged;
   kernels::PagedStoreShape& s = p.shape;
   kernels::PagedKvLayout& L = s.layout;
-  // NVFP4 pages are one kv_cache, FP8 caches a key_cache and a value_cache.
-  const bool nvfp4 = tensors.get("kv_cache") != nullptr;
+  // NVFP4 pages are one kv_cache (or SGLang's four pool buffers), FP8 caches a key_cache and a value_cache.
+  const bool pool = tensors.get("k_buffer") != nullptr;
+  const bool nvfp4 = tensors.get("kv_cache") != nullptr || pool;
   L.format = nvfp4 ? PagedFormat::nvfp4 : PagedFormat::fp8;
   if (recipe) {
     if ((recipe->element == FormatId::e2m1) != nvfp4)
@@ -144,15 +147,38 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
   }
   const Json* layout = m.get("layout");
   const std::string order = layout ? text_of(layout->get("kv_layout")) : std::string();
-  if (!order.empty() && order != "NHD" && order != "HND") return "layout: \"kv_layout\" is NHD or HND, got '" + order + "'";
-  L.order = order == "HND" ? kernels::KvOrder::hnd : kernels::KvOrder::nhd;
+  bool found = order.empty();
+  for (const kernels::KvOrder o : {kernels::KvOrder::nhd, kernels::KvOrder::hnd})
+    if (order == kernels::name_of(o)) L.order = o, found = true;
+  if (!found) return "layout: \"kv_layout\" is NHD or HND, got '" + order + "'";
   const std::string swizzle = layout ? text_of(layout->get("scale_swizzle")) : std::string();
-  if (!swizzle.empty() && swizzle != "none" && swizzle != "v_only" && swizzle != "k_and_v")
-    return "layout: \"scale_swizzle\" is none, v_only or k_and_v, got '" + swizzle + "'";
-  L.swizzle = swizzle == "v_only" ? kernels::ScaleSwizzle::v_only
-              : swizzle == "k_and_v" ? kernels::ScaleSwizzle::k_and_v : kernels::ScaleSwizzle::none;
+  found = swizzle.empty();
+  for (const kernels::ScaleSwizzle w : {kernels::ScaleSwizzle::none, kernels::ScaleSwizzle::v_only, kernels::ScaleSwizzle::k_and_v})
+    if (swizzle == kernels::name_of(w)) L.swizzle = w, found = true;
+  if (!found) return "layout: \"scale_swizzle\" is none, v_only or k_and_v, got '" + swizzle + "'";
+  if (pool) {  // [slots, heads, D/2] and [slots, heads, D/16] each: one page of block_size = slots, NHD
+    if (tensors.get("kv_cache")) return "manifest: give kv_cache or SGLang's pool buffers (k_buffer, ...), not both";
+    if (L.order != kernels::KvOrder::nhd) return "layout: SGLang's pool buffers are NHD ([slots, heads, dim])";
+    std::vector<std::int64_t> shapes[4];
+    for (int i = 0; i < 4; ++i) {
+      const Json* spec = tensors.get(kPool[i]);
+      if (!spec) return std::string("manifest: SGLang's NVFP4 pool needs the role \"") + kPool[i] + "\"";
+      std::vector<std::uint8_t> after, before;
+      bool known = true;
+      if (auto e = read_cache(files, kPool[i], *spec, &shapes[i], &after, &before, &known); !e.empty()) return e;
+      if (shapes[i].size() != 3 || shapes[i] != std::vector<std::int64_t>{shapes[0][0], shapes[0][1], shapes[i][2]} ||
+          (i % 2 == 1 && shapes[i][2] * 8 != shapes[i - 1][2]) || (i >= 2 && shapes[i] != shapes[i - 2]))
+        return std::string(kPool[i]) + ": shapes must be [slots, heads, head_dim/2] (data) and [slots, heads, head_dim/16] (scales), K and V alike";
+      p.after[0].insert(p.after[0].end(), after.begin(), after.end());
+      p.before[0].insert(p.before[0].end(), before.begin(), before.end());
+      p.before_known[0] = p.before_known[0] && known;
+      p.pieces.emplace_back(kPool[i], static_cast<std::int64_t>(after.size()));
+    }
+    if (!p.before_known[0]) p.before[0] = p.after[0];  // only the addressed bytes are checked where one piece lacks its before
+    L.num_blocks = 1, L.block_size = shapes[0][0], L.heads = shapes[0][1], L.head_dim = shapes[0][2] * 2;
+  }
   const char* caches[2] = {nvfp4 ? "kv_cache" : "key_cache", "value_cache"};
-  for (int b = 0; b < (nvfp4 ? 1 : 2); ++b) {
+  for (int b = 0; b < (pool ? 0 : nvfp4 ? 1 : 2); ++b) {
     const Json* spec = tensors.get(caches[b]);
     if (!spec) return std::string("manifest: kind paged-store with ") + (nvfp4 ? "an NVFP4" : "an FP8") + " recipe needs the role \"" + caches[b] + "\"";
     std::vector<std::int64_t> shape;
@@ -388,6 +414,11 @@ std::string load_mla(const PortFiles& files, const Json& m, const Json& tensors,
   if (!block) return "parameters: \"block_size\" (tokens a block) must be an integer in 1..2^20";
   p.shape.block_size = *block;
   const kernels::MlaLayout l = p.shape.desc();
+  const Json* rule = params->get("tile_recipe");
+  if (rule && rule->kind != Json::Kind::string) return "parameters: \"tile_recipe\" must be a recipe name (kvq recipes)";
+  if (auto e = ports::mla_tile_rule(l, rule ? rule->text : std::string(), &p.tile, &p.tile_name); !e.ok())
+    return "parameters: \"tile_recipe\": " + e.message();
+  if (auto e = kernels::mla_tile_recipe_error(p.shape, p.tile); !e.ok()) return "parameters: \"tile_recipe\": " + e.message();
   Tensor t;
   const Json* k = tensors.get("k");
   if (!k) return "manifest: kind mla-cache needs the role \"k\"";
@@ -420,6 +451,126 @@ std::string load_mla(const PortFiles& files, const Json& m, const Json& tensors,
   return {};
 }
 
+// kind "mla-requant" (docs/ports.md "MLA requantize"): a whole cache converted between kvq's layouts
+// (fp8_nope_fp8_rope -> fp8_nope_with_block_scale_bf16_rope): src_cache, dst_cache, k_scale.
+std::string load_mla_requant(const PortFiles& files, const Json& m, const Json& tensors, LoadedPort* out) {
+  for (const auto& [role, spec] : tensors.members)
+    if (role != "src_cache" && role != "dst_cache" && role != "k_scale")
+      return "manifest: unknown role '" + role + "' for kind mla-requant (src_cache, dst_cache, k_scale)";
+  ports::MlaPort& p = out->mla;
+  p.call = ports::MlaCall::requantize;
+  p.shape.layout = kernels::MlaLayoutId::fp8_nope_block_scale_bf16_rope;
+  const Json* params = m.get("parameters");
+  if (!params || params->kind != Json::Kind::object) return "manifest: kind mla-requant needs \"parameters\"";
+  const std::string from = text_of(params->get("from")), to = text_of(params->get("to"));
+  if (from != kernels::kMlaFp8NopeFp8Rope.name || to != kernels::kMlaFp8NopeBlockScaleBf16Rope.name)
+    return std::string("parameters: \"from\" and \"to\" name the layouts (kvq layouts); kvq converts \"") +
+           kernels::kMlaFp8NopeFp8Rope.name + "\" to \"" + kernels::kMlaFp8NopeBlockScaleBf16Rope.name + "\", got '" + from +
+           "' to '" + to + "'";
+  const Json* bs = params->get("block_size");
+  const auto block = bs && bs->kind == Json::Kind::number ? integer_of(bs->number, 1, 1 << 20) : std::nullopt;
+  if (!block) return "parameters: \"block_size\" (tokens a block) must be an integer in 1..2^20";
+  p.shape.block_size = *block;
+  const std::string use = text_of(params->get("k_scale_use"));
+  if (use == kernels::name_of(kernels::KScale::drop)) {
+    p.k_scale_use = kernels::KScale::drop;
+  } else if (!use.empty() && use != kernels::name_of(kernels::KScale::fold)) {
+    return std::string("parameters: \"k_scale_use\" is ") + kernels::name_of(kernels::KScale::fold) + " or " +
+           kernels::name_of(kernels::KScale::drop) + ", got '" + use + "'";
+  }
+  const Json* k_scale = tensors.get("k_scale");
+  std::vector<float> k;
+  if (!k_scale) return "manifest: kind mla-requant needs the role \"k_scale\" (the source cache's decode scale)";
+  if (auto e = read_floats(files.inputs, "k_scale", *k_scale, 1, &k); !e.empty()) return e;
+  p.k_scale = k[0];
+  if (auto e = kernels::validate_requantize(1, p.shape.block_size, p.k_scale); !e.ok()) return "k_scale: " + e.message();
+  const Json* src = tensors.get("src_cache");
+  if (!src) return "manifest: kind mla-requant needs the role \"src_cache\"";
+  Tensor t;
+  if (auto e = read_tensor(files.inputs, "src_cache", *src, &t); !e.empty()) return e;
+  if (t.array.descr != "|u1" && t.array.descr != "|i1") return "src_cache: " + t.path + " holds " + t.array.descr + "; give uint8 (or FP8) bytes";
+  p.src = std::move(t.array.bytes);
+  const std::int64_t src_block = kernels::kMlaFp8NopeFp8Rope.block_bytes(p.shape.block_size);
+  if (p.src.empty() || static_cast<std::int64_t>(p.src.size()) % src_block != 0)
+    return "src_cache: " + std::to_string(p.src.size()) + " bytes is not a whole number of " + std::to_string(src_block) +
+           "-byte blocks (" + kernels::kMlaFp8NopeFp8Rope.name + ", block_size " + std::to_string(p.shape.block_size) + ")";
+  p.shape.num_blocks = static_cast<std::int64_t>(p.src.size()) / src_block;
+  const Json* dst = tensors.get("dst_cache");
+  if (!dst) return "manifest: kind mla-requant needs the role \"dst_cache\"";
+  std::vector<std::int64_t> shape;
+  if (auto e = read_cache(files, "dst_cache", *dst, &shape, &p.after, &p.before, &p.before_known); !e.empty()) return e;
+  if (static_cast<std::int64_t>(p.after.size()) != p.shape.bytes())
+    return "dst_cache: " + std::to_string(p.after.size()) + " bytes; src_cache's " + std::to_string(p.shape.num_blocks) +
+           " blocks are " + std::to_string(p.shape.bytes()) + " bytes as " + kernels::kMlaFp8NopeBlockScaleBf16Rope.name;
+  return {};
+}
+
+// kind "workspace" (docs/ports.md "Workspaces"): kvq's argument names (kernels/mla_kernels.hpp
+// nvfp4_paged_to_workspace): kv_cache (the vLLM NVFP4 page, NHD), block_tables, cu_seq_lens,
+// k_scale, v_scale (the tensor decode scales g) in; k_workspace, v_workspace out.
+std::string load_workspace(const PortFiles& files, const Json& m, const Json& tensors, LoadedPort* out) {
+  static const char* const kRoles[] = {"kv_cache", "block_tables", "cu_seq_lens", "k_scale", "v_scale", "k_workspace", "v_workspace"};
+  for (const auto& [role, spec] : tensors.members)
+    if (std::find_if(std::begin(kRoles), std::end(kRoles), [&](const char* r) { return role == r; }) == std::end(kRoles))
+      return "manifest: unknown role '" + role +
+             "' for kind workspace (kv_cache, block_tables, cu_seq_lens, k_scale, v_scale, k_workspace, v_workspace)";
+  for (const char* role : kRoles)
+    if (!tensors.get(role)) return std::string("manifest: kind workspace needs the role \"") + role + "\"";
+  ports::WorkspacePort& p = out->workspace;
+  kernels::WorkspaceBatch& w = p.batch;
+  w.recipe = recipe_from_name("nvfp4")->recipe;  // the page's decode: E2M1 x E4M3 scale, any NVFP4 recipe alike
+  Tensor t;
+  if (auto e = read_tensor(files.inputs, "kv_cache", *tensors.get("kv_cache"), &t); !e.empty()) return e;
+  const std::vector<std::int64_t>& shape = t.array.shape;
+  if ((t.array.descr != "|u1" && t.array.descr != "|i1") || shape.size() != 5 || shape[1] != 2 || shape[4] % 9 != 0)
+    return "kv_cache: " + t.path + " must be uint8 [num_blocks, 2, block_size, heads, head_dim/2 + head_dim/16] (the vLLM NVFP4 page, NHD)";
+  kernels::Nvfp4PageGeometry& g = w.pages;
+  g = {shape[0], shape[2], shape[3], shape[4] / 9 * 16};
+  p.cache = std::move(t.array.bytes);
+  std::vector<std::int32_t> tables;
+  if (auto e = read_tensor(files.inputs, "block_tables", *tensors.get("block_tables"), &t); !e.empty()) return e;
+  if (t.array.shape.size() != 2) return "block_tables: " + t.path + " must be [batch, max_blocks_per_seq]";
+  w.batch = t.array.shape[0];
+  w.max_blocks_per_seq = t.array.shape[1];
+  if (auto e = read_indices(files.inputs, "block_tables", *tensors.get("block_tables"), &p.block_tables); !e.empty()) return e;
+  if (auto e = read_indices(files.inputs, "cu_seq_lens", *tensors.get("cu_seq_lens"), &p.cu_seq_lens); !e.empty()) return e;
+  if (static_cast<std::int64_t>(p.cu_seq_lens.size()) != w.batch + 1)
+    return "cu_seq_lens: " + std::to_string(p.cu_seq_lens.size()) + " entries; block_tables' batch " + std::to_string(w.batch) +
+           " needs batch + 1";
+  w.workspace_tokens = p.cu_seq_lens.back();
+  const Json* params = m.get("parameters");
+  for (int side = 0; side < 2; ++side) {
+    const std::string role = side ? "v_scale" : "k_scale";
+    std::vector<float> g_value;
+    if (auto e = read_floats(files.inputs, role, *tensors.get(role), 1, &g_value); !e.empty()) return e;
+    p.factor[side] = g_value[0];
+    const std::string ws = side ? "v_workspace_scale" : "k_workspace_scale";
+    if (const Json* v = params ? params->get(ws) : nullptr) {
+      float scale = 0.0f;
+      if (auto e = float_parameter(v, ws, &scale); !e.empty()) return e;
+      p.factor[side] = g_value[0] / scale;  // IEEE FP32 (docs/ports.md)
+    }
+  }
+  if (const Json* r = params ? params->get("rounding") : nullptr) {
+    if (r->kind != Json::Kind::string) return "parameters: \"rounding\" must be a string";
+    if (auto e = ports::parse_rounding(r->text, &w.rounding); !e.ok()) return "parameters: \"rounding\": " + e.message();
+  }
+  if (auto e = kernels::validate(w, p.factor[0], p.factor[1]); !e.ok()) return "workspace: " + e.message();
+  const std::int64_t row = g.heads * g.head_dim;
+  for (int side = 0; side < 2; ++side) {
+    const std::string role = side ? "v_workspace" : "k_workspace";
+    std::vector<std::int64_t> out_shape;
+    if (auto e = read_cache(files, role, *tensors.get(role), &out_shape, &p.after[side], &p.before[side], &p.before_known[side]);
+        !e.empty())
+      return e;
+    if (static_cast<std::int64_t>(p.after[side].size()) % row != 0 ||
+        static_cast<std::int64_t>(p.after[side].size()) < w.workspace_bytes())
+      return role + ": " + std::to_string(p.after[side].size()) + " bytes; the workspace is rows of heads x head_dim = " +
+             std::to_string(row) + " bytes, at least cu_seq_lens[batch] = " + std::to_string(w.workspace_tokens) + " of them";
+  }
+  return {};
+}
+
 }  // namespace
 
 std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* recipe) {
@@ -445,15 +596,24 @@ std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* rec
     return load_paged(files, m, *tensors, recipe, out);
   }
   if (kind == "mla-cache") {
-    out->kind = PortKind::mla_cache;
+    out->kind = PortKind::mla;
     return load_mla(files, m, *tensors, out);
+  }
+  if (kind == "mla-requant") {
+    out->kind = PortKind::mla;
+    return load_mla_requant(files, m, *tensors, out);
+  }
+  if (kind == "workspace") {
+    out->kind = PortKind::workspace;
+    return load_workspace(files, m, *tensors, out);
   }
   if (kind == "rope-quantize" || kind == "rope-append") {
     out->kind = PortKind::rope;
     return load_rope(files, m, *tensors, kind == "rope-append", out);
   }
   if (!kind.empty() && kind != "quantize")
-    return "manifest: \"kind\" is quantize, paged-store, rope-quantize, rope-append or mla-cache, got '" + kind + "'";
+    return "manifest: \"kind\" is quantize, paged-store, rope-quantize, rope-append, mla-cache, mla-requant or workspace, got '" +
+           kind + "'";
   for (const auto& [role, spec] : tensors->members)
     if (role != "x" && role != "codes" && role != "block_scales" && role != "global_scale" && role != "dequantized")
       return "manifest: unknown role '" + role + "' (x, codes, block_scales, global_scale, dequantized)";

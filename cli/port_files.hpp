@@ -9,6 +9,7 @@
 #include "oracle/verify_mla.hpp"
 #include "oracle/verify_paged.hpp"
 #include "oracle/verify_rope.hpp"
+#include "oracle/verify_workspace.hpp"
 
 namespace kvq::cli {
 
@@ -20,8 +21,10 @@ struct PortFiles {
 // The manifest's "kind": what the port computes (docs/ports.md). quantize (the default): a flat
 // quantizer, read into `data`; paged-store: a paged KV store, read into `paged` (its recipe the
 // one the command names, given to load_port); rope-quantize, rope-append: FlashInfer's fused RoPE +
-// FP8 calls, read into `rope`; mla-cache: an MLA cache writer, read into `mla`.
-enum class PortKind : std::uint8_t { quantize, paged_store, rope, mla_cache };
+// FP8 calls, read into `rope`; mla-cache, mla-requant: an MLA cache writer or requantizer, read into
+// `mla` (MlaPort::call says which); workspace: an NVFP4 paged cache -> E4M3 workspace, read into
+// `workspace`.
+enum class PortKind : std::uint8_t { quantize, paged_store, rope, mla, workspace };
 
 struct LoadedPort {
   PortKind kind = PortKind::quantize;
@@ -29,6 +32,7 @@ struct LoadedPort {
   ports::PagedPort paged;
   ports::RopePort rope;
   ports::MlaPort mla;
+  ports::WorkspacePort workspace;
   std::string recipe;    // the manifest's "recipe", if any
   std::string manifest;  // the path read
 };

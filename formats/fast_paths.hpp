@@ -223,6 +223,10 @@ KVQ_HD inline std::uint16_t bf16_rne_fast(float y) {
   return static_cast<std::uint16_t>((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
 #endif
 }
+// FP64 -> BF16, RNE, IEEE overflow, rounded ONCE: fp32_round_to_odd, then RNE to BF16. FP32's 24
+// bits cover BF16's 8 plus a rounding and a sticky bit over BF16's whole range, subnormals
+// included; past FP32 max the odd FLT_MAX rounds to inf.
+KVQ_HD inline std::uint16_t bf16_rne_from_double(double x) { return bf16_rne_fast(fp32_round_to_odd(x)); }
 
 // FP16 -> FP32, exact: the device's conversion, the codec on the host.
 KVQ_HD inline float fp16_value(std::uint16_t bits) {

@@ -286,18 +286,25 @@ KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t encode_element_variant(Recipe r,
     case ElementCast::satfinite_unsigned_zero: return encode_element_satfinite(r, v == 0.0f ? 0.0f : v);
     case ElementCast::bounds_count: return encode_element_satfinite(r, v == 0.0f || v != v ? 0.0f : v);
     case ElementCast::satfinite_negative_zero: return encode_element_satfinite(r, v == 0.0f ? -0.0f : v);
-    case ElementCast::triton_clamp: return encode_element_satfinite(r, v != v ? element_max(r) : v);
     case ElementCast::torchao_e2m1:  // ((0x7FFFFFFF - (126 << 23) + 0x1FFFFF + 1) >> 22) & 0xFF = 0x4
       return v != v ? std::uint8_t{0x4} : encode_element_satfinite(r, v);
+    case ElementCast::triton_clamp:  // applied in line by encode_element
     case ElementCast::satfinite: break;
   }
   return encode_element_satfinite(r, v);
 }
 
-// One element: the recipe's cast of v (BF16 first where element_input_bf16).
+// One element: the recipe's cast of v (BF16 first where element_input_bf16). tl.clamp's NaN -> +max
+// is a select in line before the one satfinite cast (the MLA MODEL1 writer's cast, in a fixed
+// kernel: out of line it cost 13 points of copy bandwidth; a second satfinite call site cost the
+// generic kernels 9); the other casts go out of line.
 KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v) {
   if (r.element_input_bf16) v = float_from_bits(static_cast<std::uint32_t>(bf16_rne_fast(v)) << 16);
-  if (r.element_cast != ElementCast::satfinite) return encode_element_variant(r, v);
+  if (r.element_cast == ElementCast::triton_clamp) {
+    v = v != v ? element_max(r) : v;
+  } else if (r.element_cast != ElementCast::satfinite) {
+    return encode_element_variant(r, v);
+  }
   return encode_element_satfinite(r, v);
 }
 KVQ_HD inline float element_value(const Recipe& r, std::uint8_t code) {
@@ -655,19 +662,13 @@ KVQ_HD KVQ_VARIANT_NOINLINE inline void pow2_elements_in_scale_dtype(Recipe r, i
 }
 }  // namespace recipe_detail
 
-// Quantizes one block of n <= kMaxRecipeBlock values: element codes (unpacked, one per byte) and
-// the block's scale code (E4M3 or E8M0; 0 for tensor_only). g is tensor_scale(r, amax) where the
-// recipe has one.
-KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block(const Recipe& r, float g, const float* x, int n, std::uint8_t* codes) {
+// quantize_block's rule for n <= kMaxRecipeBlock values of a block whose max |x| (NaN ignored) is
+// bmax and any_nan = some element of the block is NaN, where x may be a part of the block (the MLA
+// writers encode a tile 16 values at a time: kernels/mla_kernels.hpp). Every rule but the
+// four-over-six ones, which compare the whole block's errors (x must then be the whole block).
+KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_with_max(const Recipe& r, float g, const float* x, int n, float bmax,
+                                                              bool any_nan, std::uint8_t* codes) {
   using namespace recipe_detail;
-  float bmax = 0.0f;
-  bool any_nan = false;
-  KVQ_UNROLL
-  for (int i = 0; i < n; ++i) {
-    const float a = magnitude(x[i]);
-    any_nan = any_nan || is_nan(a);
-    bmax = a > bmax ? a : bmax;  // fmaxf: NaN never wins
-  }
   switch (r.scale) {
     case BlockScale::e4m3_two_level: return quantize_two_level(r, g, x, n, bmax, codes);
     case BlockScale::e8m0_pow2: {
@@ -701,6 +702,22 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block(const Recipe& r, float g, c
     }
   }
   return 0;
+}
+
+// Quantizes one block of n <= kMaxRecipeBlock values: element codes (unpacked, one per byte) and
+// the block's scale code (E4M3 or E8M0; 0 for tensor_only). g is tensor_scale(r, amax) where the
+// recipe has one.
+KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block(const Recipe& r, float g, const float* x, int n, std::uint8_t* codes) {
+  using namespace recipe_detail;
+  float bmax = 0.0f;
+  bool any_nan = false;
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i) {
+    const float a = magnitude(x[i]);
+    any_nan = any_nan || is_nan(a);
+    bmax = a > bmax ? a : bmax;  // fmaxf: NaN never wins
+  }
+  return quantize_block_with_max(r, g, x, n, bmax, any_nan, codes);
 }
 
 // The plan of a block with max |x| = bmax (NaN ignored) and any_nan = some element is NaN, for
@@ -778,6 +795,31 @@ KVQ_HD inline std::uint8_t requantize_e4m3(const Recipe& r, std::uint8_t scale_c
     scale = static_cast<double>(e8m0_value(scale_code));
   const double exact = (static_cast<double>(element_value(r, code)) * scale) * static_cast<double>(factor);
   return e4m3_satfinite_from_double_fast(exact);  // == encode_double(kE4M3FN, scale_conversion(), exact)
+}
+
+// How a port rounds its workspace elements, where it departs from requantize_e4m3's single
+// rounding (docs/layouts.md "3. NVFP4 paged cache -> E4M3 prefill workspace"): SGLang's
+// dequantize_prev_kv computes (element * scale) * factor in FP32, rounds it to BF16 and casts it
+// with PyTorch's non-saturating cast (fp32_products, via_bf16, !saturate). Each is a dimension
+// `kvq identify` searches (docs/ports.md "Workspaces").
+struct WorkspaceRounding {
+  bool fp32_products = false;  // (element * scale) * factor, each product rounded to FP32
+  bool via_bf16 = false;       // that value rounded to BF16 (RNE) before the cast
+  bool saturate = true;        // cvt.rn.satfinite (NaN -> 0x7F); false: past 464 NaN (PyTorch's cast)
+  KVQ_HD constexpr bool reference() const { return !fp32_products && !via_bf16 && saturate; }
+};
+
+// requantize_e4m3 under a port's rounding (the reference rounding: requantize_e4m3 itself).
+KVQ_HD inline std::uint8_t requantize_e4m3_rounded(const Recipe& r, std::uint8_t scale_code, std::uint8_t code,
+                                                   float factor, WorkspaceRounding w) {
+  if (w.reference()) return requantize_e4m3(r, scale_code, code, factor);
+  const float element = element_value(r, code), scale = block_scale_value(r, scale_code);
+  double value = w.fp32_products ? static_cast<double>((element * scale) * factor)
+                                 : (static_cast<double>(element) * scale) * static_cast<double>(factor);  // exact
+  if (w.via_bf16 && value == value) value = float_from_bits(static_cast<std::uint32_t>(bf16_rne_from_double(value)) << 16);
+  if (value != value) return 0x7F;  // NaN (a NaN scale, inf * 0): the GPU's canonical +NaN
+  if (w.saturate) return e4m3_satfinite_from_double_fast(value);
+  return static_cast<std::uint8_t>(encode_double(kE4M3FN, convention_rule(ConventionId::torch, FormatId::e4m3fn).conversion, value));
 }
 
 }  // namespace kvq

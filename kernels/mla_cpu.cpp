@@ -76,13 +76,39 @@ Status validate_quantize(const MlaCacheShape& c, std::int64_t num_tokens) {
   return {};
 }
 
+Status mla_tile_recipe_error(const MlaCacheShape& c, const Recipe& r) {
+  const MlaLayout l = c.desc();
+  std::ostringstream os;
+  const bool fp32_scales = l.tile != 0 && l.segment(MlaPart::tile_scales).format == FormatId::fp32;
+  if (l.tile == 0) {
+    os << "layout " << l.name << " has no tiles";
+  } else if (r.element != FormatId::e4m3fn) {
+    os << "recipe must have E4M3 (e4m3fn) elements for " << l.name;
+  } else if (r.scale == BlockScale::e4m3_two_level) {
+    os << "recipe must be a power-of-two (E8M0) tile rule or a per-tile FP32 scale for " << l.name
+       << ", not a two-level rule";
+  } else if (r.scale == BlockScale::tensor_only && !fp32_scales) {
+    os << "a per-tile FP32 scale cannot be stored in " << l.name << "'s E8M0 tile scales";
+  } else if (r.scale == BlockScale::e8m0_pow2 && r.block != l.tile) {
+    os << "recipe's block must be the layout's tile (" << l.tile << " for " << l.name << "), got " << r.block;
+  }
+  return os.str();
+}
+
+Status mla_quantize_cpu(const MlaCacheShape& c, const Recipe& tile, const std::uint16_t* x,
+                        const std::int64_t* slot_mapping, std::int64_t num_tokens, std::uint8_t* cache) {
+  if (auto e = validate_quantize(c, num_tokens); !e.ok()) return e;
+  if (auto e = mla_tile_recipe_error(c, tile); !e.ok()) return e;
+  if (auto e = validate_slots(c, slot_mapping, num_tokens); !e.ok()) return e;
+  for (std::int64_t i = 0; i < num_tokens; ++i)
+    if (slot_mapping[i] >= 0) mla_quantize_token(c, tile, x, i, cache, slot_mapping[i]);
+  return {};
+}
+
 Status mla_quantize_cpu(const MlaCacheShape& c, const std::uint16_t* x, const std::int64_t* slot_mapping,
                         std::int64_t num_tokens, std::uint8_t* cache) {
   if (auto e = validate_quantize(c, num_tokens); !e.ok()) return e;
-  if (auto e = validate_slots(c, slot_mapping, num_tokens); !e.ok()) return e;
-  for (std::int64_t i = 0; i < num_tokens; ++i)
-    if (slot_mapping[i] >= 0) mla_quantize_token(c, x, i, cache, slot_mapping[i]);
-  return {};
+  return mla_quantize_cpu(c, mla_tile_recipe(c.desc()), x, slot_mapping, num_tokens, cache);
 }
 
 Status validate_dequantize(const MlaCacheShape& c, float k_scale) {

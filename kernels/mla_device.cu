@@ -34,13 +34,16 @@ __global__ void requantize_576_to_656_kernel(std::int64_t slots, std::int64_t bl
 
 // A warp per token: lane j loads nope chunk j (16 dims) and its partial max, the lanes of a
 // tile combine theirs by xor shuffles (tile / 16 lanes, aligned groups), each lane encodes its
-// chunk, lane 0 gathers the tile scale codes and writes the scale record, lanes 0..7 copy the rope.
+// chunk under the layout's tile rule (mla_tile_recipe), lane 0 gathers the tile scale words and
+// writes the scale record, lanes 0..7 copy the rope.
 template <MlaLayoutId L>
 __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const std::int64_t* slot_mapping,
                                 std::int64_t num_tokens, std::uint8_t* cache) {
   c.layout = L;  // the layout a constant: offsets fold at compile time
   constexpr MlaLayout l = mla_layout(L);
   constexpr int per_tile = l.tile / kQuantChunk;
+  constexpr Recipe r = mla_tile_recipe(l);
+  static_assert(mla_tile_ignores_nan(r));
   static_assert(mla_nope_chunks(l) <= 32 && mla_rope_chunks(l) <= 32 && 32 % per_tile == 0);
   const int lane = static_cast<int>(threadIdx.x % 32);
   const std::int64_t warps = item_stride() / 32;
@@ -49,17 +52,17 @@ __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const s
     if (slot < 0 || slot >= c.slots()) continue;  // the whole warp skips the token
     const bool nope = lane < mla_nope_chunks(l);
     float values[kQuantChunk];
-    float bmax = nope ? mla_load_nope_chunk(l, x, row, lane, values) : 0.0f;
+    MlaMax m;  // the tile's max; its rule ignores NaN elements (mla_tile_ignores_nan), so m.nan stays unset
+    if (nope) m.max = mla_load_nope_chunk(l, x, row, lane, values).max;
     KVQ_UNROLL
     for (int offset = per_tile / 2; offset > 0; offset /= 2)
-      bmax = mla_amax_combine(__shfl_xor_sync(0xffffffffu, bmax, offset), bmax);
-    const std::uint8_t code = mla_tile_scale_code(mla_tile_recipe(l), bmax);
-    if (nope) mla_store_nope_chunk(c, values, code, cache, slot, lane);
-    std::uint8_t codes[kMlaMaxTiles];
+      m.max = mla_amax_combine(__shfl_xor_sync(0xffffffffu, m.max, offset), m.max);
+    if (nope) mla_store_nope_chunk(c, r, values, m, cache, slot, lane);
+    const std::uint32_t word = mla_tile_scale_word(l, r, m);
+    std::uint32_t words[kMlaMaxTiles];
     KVQ_UNROLL
-    for (int t = 0; t < l.tiles(); ++t)
-      codes[t] = static_cast<std::uint8_t>(__shfl_sync(0xffffffffu, static_cast<unsigned>(code), t * per_tile));
-    if (lane == 0) mla_store_tile_scales(c, codes, cache, slot);
+    for (int t = 0; t < l.tiles(); ++t) words[t] = __shfl_sync(0xffffffffu, word, t * per_tile);
+    if (lane == 0) mla_store_tile_scales(c, words, cache, slot);
     if (lane < mla_rope_chunks(l)) mla_copy_rope_chunk(c, x, row, cache, slot, lane);
   }
 }
@@ -79,6 +82,7 @@ __global__ void workspace_kernel(WorkspaceBatch w, const std::uint8_t* cache, co
                                  std::uint8_t* v_out) {
   w.recipe.element = FormatId::e2m1;  // what validate() admits, as constants: requantize_e4m3 folds
   w.recipe.scale = BlockScale::e4m3_two_level;
+  w.rounding = WorkspaceRounding{};  // the launcher admits the single rounding alone
   for (std::int64_t side = blockIdx.x; side < w.page_sides(); side += gridDim.x)
     for (std::int64_t i = threadIdx.x; i < w.page_items(); i += blockDim.x)
       nvfp4_page_side_to_workspace(w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out, side, i);
@@ -136,6 +140,7 @@ Status nvfp4_paged_to_workspace(const WorkspaceBatch& w, const std::uint8_t* cac
                                 const std::int32_t* cu_seq_lens, float factor_k, float factor_v,
                                 std::uint8_t* k_out, std::uint8_t* v_out, void* stream) {
   if (auto e = validate(w, factor_k, factor_v); !e.ok()) return e;
+  if (!w.rounding.reference()) return std::string("rounding: the kernel rounds the exact product once (the CPU twin models the others)");
   if (w.items() == 0) return {};
   workspace_kernel<<<grid_of(w.page_sides() * kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out);

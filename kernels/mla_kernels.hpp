@@ -49,13 +49,29 @@ enum class KScale : std::uint8_t {
 const char* name_of(KScale k);
 const char* name_of(MlaLayoutId id);
 
-// The tile recipe of a tiled layout: mla-fp8-tile128's rule at the layout's tile
-// (scale 2^ceil(log2(max(amax/448, 1e-4))), E4M3 elements x / 2^e).
+// The tile recipe of a tiled layout's writer, as the engine that writes the layout computes it
+// (docs/layouts.md "2. Quantize"): the 656-byte record fp8-e4m3-tensor-rcp-triton per tile
+// (SGLang's quantize_k_cache: the FP32 scale amax / 448 and x * (1 / s), Triton's `/`, tl.clamp),
+// MODEL1 mla-model1-tile64 (vLLM's writer: the floor on bmax, Triton's `/`, float exponents,
+// tl.clamp). The kernels apply these; the CPU twin also takes another rule a port follows
+// (mla_tile_recipe_error), such as FlashMLA's power-of-two mla-fp8-tile128 for the 656 record.
+KVQ_HD constexpr const char* mla_tile_recipe_name(const MlaLayout& l) {
+  return l.id == MlaLayoutId::model1_fp8_sparse ? "mla-model1-tile64" : "fp8-e4m3-tensor-rcp-triton";
+}
 KVQ_HD constexpr Recipe mla_tile_recipe(const MlaLayout& l) {
-  Recipe r = recipe_names_detail::mla_tile128();
-  r.block = l.tile;
+  Recipe r = recipe_from_name(mla_tile_recipe_name(l))->recipe;
+  r.block = l.tile;  // a per-tile FP32 rule's "tensor" is the tile
   return r;
 }
+// Whether a tile rule ignores NaN elements (a ratio floor, or Triton's float exponents: tl.max skips
+// NaN), so that a tile's scale depends on its max alone; else (OCP MX) a NaN element makes it 0xFF.
+KVQ_HD constexpr bool mla_tile_ignores_nan(const Recipe& r) {
+  return r.scale == BlockScale::tensor_only || r.pow2 == Pow2Rule::ceil_ratio || r.float_exponent;
+}
+static_assert(mla_tile_ignores_nan(mla_tile_recipe(kMlaFp8NopeBlockScaleBf16Rope)) &&
+              mla_tile_ignores_nan(mla_tile_recipe(kMlaModel1Fp8Sparse)) &&
+              mla_tile_recipe(kMlaFp8NopeBlockScaleBf16Rope).block == kMlaFp8NopeBlockScaleBf16Rope.tile &&
+              mla_tile_recipe(kMlaModel1Fp8Sparse).block == kMlaModel1Fp8Sparse.tile);
 
 namespace mla_detail {
 
@@ -68,10 +84,6 @@ KVQ_HD inline void store_u32(std::uint8_t* p, std::uint32_t v) {
 }
 KVQ_HD inline std::uint16_t load_u16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 KVQ_HD inline float canonical(float v) { return v != v ? canonical_nan() : v; }
-// FP64 -> BF16, RNE, IEEE overflow, rounded ONCE: fp32_round_to_odd (formats/fast_paths.hpp), then
-// RNE to BF16. FP32's 24 bits cover BF16's 8 plus a rounding and a sticky bit over BF16's whole
-// range, subnormals included; past FP32 max the odd FLT_MAX rounds to inf.
-KVQ_HD inline std::uint16_t bf16_rne_from_double(double x) { return bf16_rne_fast(fp32_round_to_odd(x)); }
 // The FP32 value of a stored tile scale (656: FP32 bits; MODEL1: an E8M0 byte, 0xFF = NaN).
 KVQ_HD inline float tile_scale(const MlaLayout& l, const std::uint8_t* p) {
   if (l.segment(MlaPart::tile_scales).format == FormatId::fp32) return float_from_bits(io::load_word<false>(p));
@@ -125,9 +137,10 @@ KVQ_HD inline void requantize_576_to_656_chunk(std::int64_t block_size, const st
 // record: nope chunk j (16 dims, tile j / (tile / 16)) and rope chunk j (8 BF16 dims, copied).
 // A tile's scale needs the max over its chunks: each chunk gives its partial max (NaN ignored),
 // the partials of a tile combine by max (the order does not matter: no NaN, no -0 among them),
-// the tile's E8M0 code comes from the combined max (mla_tile_scale_code, quantize_block's rule
-// for the tile recipe), then each chunk encodes its values. The twin combines in a loop
-// (mla_quantize_token), the kernel by warp shuffles; the stored bytes are the same.
+// the tile's scale comes from the combined max (mla_tile_scale_word), then each chunk encodes
+// its values by quantize_block_with_max, the tile rule given the tile's max. The twin combines in
+// a loop (mla_quantize_token), the kernel by warp shuffles (its rules ignore NaN elements, so the
+// max alone); the stored bytes are the same.
 inline constexpr int kQuantChunk = io::kVectorBytes;  // nope dims a chunk (one vector of E4M3 bytes out)
 inline constexpr int kRopeChunk = io::kVectorBytes / 2;  // rope dims a chunk (one vector of BF16 in and out)
 KVQ_HD constexpr int mla_nope_chunks(const MlaLayout& l) { return l.nope_dims() / kQuantChunk; }
@@ -138,37 +151,51 @@ static_assert(kMlaFp8NopeBlockScaleBf16Rope.tile % kQuantChunk == 0 && kMlaModel
 
 KVQ_HD inline float mla_amax_combine(float a, float b) { return a > b ? a : b; }  // fmaxf on non-NaN magnitudes
 
-// Loads nope chunk j of token `row` and returns its max |x| (NaN ignored, as quantize_block).
-KVQ_HD inline float mla_load_nope_chunk(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
-                                        float* values) {
+// The max |x| of a chunk or tile (NaN ignored) and whether some element is NaN.
+struct MlaMax {
+  float max = 0.0f;
+  bool nan = false;
+};
+KVQ_HD inline MlaMax mla_max_combine(MlaMax a, MlaMax b) { return {mla_amax_combine(a.max, b.max), a.nan || b.nan}; }
+
+// Loads nope chunk j of token `row` and returns its max (as quantize_block: NaN never wins).
+KVQ_HD inline MlaMax mla_load_nope_chunk(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
+                                         float* values) {
   io::load_values(DType::bf16, x, row * l.dims() + j * kQuantChunk, kQuantChunk, values);
-  float bmax = 0.0f;
+  MlaMax m;
   KVQ_UNROLL
-  for (int i = 0; i < kQuantChunk; ++i) bmax = mla_amax_combine(recipe_detail::magnitude(values[i]), bmax);
-  return bmax;
+  for (int i = 0; i < kQuantChunk; ++i) {
+    const float a = recipe_detail::magnitude(values[i]);
+    m.nan = m.nan || a != a;
+    m.max = mla_amax_combine(a, m.max);
+  }
+  return m;
 }
 
-// The tile's E8M0 scale code from its max, by quantize_block's E8M0 rules (formats/recipes.hpp
-// e8m0_nan_block, e8m0_block_exponent; a ratio-floor rule: NaN elements do not poison it, an inf
-// max gives 0xFF).
-KVQ_HD inline std::uint8_t mla_tile_scale_code(const Recipe& r, float bmax) {
-  return e8m0_nan_block(r, bmax, false) ? 0xFF : e8m0_code(r, e8m0_block_exponent(r, bmax));
+// The tile's stored scale from its max, by quantize_block's rules (formats/recipes.hpp
+// e8m0_nan_block, e8m0_block_exponent, tensor_scale): MODEL1 the E8M0 byte; the 656-byte record
+// the FP32 bits of 2^e (NaN for byte 0xFF) or, for a per-tile FP32 rule (tensor_only: SGLang's
+// writer), of s = tensor_scale(r, tile max).
+// Both always inlined: the kernel's tile rule is a constant there (its variant branches fold away;
+// out of line they stay, and the quantize kernel ran at a third of its speed).
+KVQ_HD KVQ_KERNEL_INLINE std::uint32_t mla_tile_scale_word(const MlaLayout& l, const Recipe& r, MlaMax m) {
+  if (r.scale == BlockScale::tensor_only) return bits_of(tensor_scale(r, m.max));
+  const std::uint8_t code = e8m0_nan_block(r, m.max, m.nan) ? 0xFF : e8m0_code(r, e8m0_block_exponent(r, m.max));
+  return l.segment(MlaPart::tile_scales).format == FormatId::fp32 ? bits_of(e8m0_value(code)) : code;
 }
 
-// Encodes nope chunk j under its tile's scale code and stores its 16 codes.
-KVQ_HD inline void mla_store_nope_chunk(const MlaCacheShape& c, const float* values, std::uint8_t scale_code,
+// Encodes nope chunk j of a tile with max m (quantize_block_with_max: the tile's rule, 16 values)
+// and stores its 16 codes.
+KVQ_HD KVQ_KERNEL_INLINE void mla_store_nope_chunk(const MlaCacheShape& c, const Recipe& r, const float* values, MlaMax m,
                                         std::uint8_t* cache, std::int64_t slot, int j) {
-  const Recipe r = mla_tile_recipe(c.desc());
-  const float down = pow2_float(127 - static_cast<int>(scale_code));  // 2^-e, exact scaling
+  const float s = r.scale == BlockScale::tensor_only ? tensor_scale(r, m.max) : 0.0f;
   std::uint8_t codes[kQuantChunk];
-  KVQ_UNROLL
-  for (int i = 0; i < kQuantChunk; ++i)
-    codes[i] = encode_element(r, scale_code == 0xFF ? canonical_nan() : values[i] * down);
+  quantize_block_with_max(r, s, values, kQuantChunk, m.max, m.nan, codes);
   io::store_bytes(cache + c.part(slot, MlaPart::nope) + j * kQuantChunk, codes, kQuantChunk);
 }
 
-// Writes the tile scales (656: FP32 2^e, NaN for 0xFF; MODEL1: the E8M0 bytes and the pad byte 0).
-KVQ_HD inline void mla_store_tile_scales(const MlaCacheShape& c, const std::uint8_t* scale_codes, std::uint8_t* cache,
+// Writes the tile scales (mla_tile_scale_word: 656 FP32 words; MODEL1 the E8M0 bytes and the pad byte 0).
+KVQ_HD inline void mla_store_tile_scales(const MlaCacheShape& c, const std::uint32_t* scale_words, std::uint8_t* cache,
                                          std::int64_t slot) {
   using namespace mla_detail;
   const MlaLayout l = c.desc();
@@ -177,11 +204,10 @@ KVQ_HD inline void mla_store_tile_scales(const MlaCacheShape& c, const std::uint
   KVQ_UNROLL
   for (int t = 0; t < kMlaMaxTiles; ++t) {
     if (t >= l.tiles()) break;
-    const std::uint8_t e8m0 = scale_codes[t];
     if (scales.format == FormatId::fp32)
-      store_u32(bytes + 4 * t, bits_of(e8m0_value(e8m0)));
+      store_u32(bytes + 4 * t, scale_words[t]);
     else
-      bytes[t] = e8m0;
+      bytes[t] = static_cast<std::uint8_t>(scale_words[t]);
   }
   io::store_bytes(cache + c.part(slot, MlaPart::tile_scales), bytes, scales.bytes() + l.segment(MlaPart::pad).bytes());
 }
@@ -197,22 +223,23 @@ KVQ_HD inline void mla_copy_rope_chunk(const MlaCacheShape& c, const std::uint16
   io::store_bytes(cache + c.part(slot, MlaPart::rope) + 2 * j * kRopeChunk, rope, 2 * kRopeChunk);
 }
 
-// The whole token, chunk by chunk (the twin, and the expected bytes of the bad-slot property).
-KVQ_HD inline void mla_quantize_token(const MlaCacheShape& c, const std::uint16_t* x, std::int64_t row,
+// The whole token, chunk by chunk, under tile rule r (the twin, and the expected bytes of the
+// bad-slot property).
+KVQ_HD inline void mla_quantize_token(const MlaCacheShape& c, const Recipe& r, const std::uint16_t* x, std::int64_t row,
                                       std::uint8_t* cache, std::int64_t slot) {
   const MlaLayout l = c.desc();
   const int per_tile = l.tile / kQuantChunk;
-  float tile_max[kMlaMaxTiles] = {};
-  std::uint8_t scale_codes[kMlaMaxTiles];
+  MlaMax tile_max[kMlaMaxTiles] = {};
+  std::uint32_t scale_words[kMlaMaxTiles];
   float values[kQuantChunk];
   for (int j = 0; j < mla_nope_chunks(l); ++j)
-    tile_max[j / per_tile] = mla_amax_combine(mla_load_nope_chunk(l, x, row, j, values), tile_max[j / per_tile]);
-  for (int t = 0; t < l.tiles(); ++t) scale_codes[t] = mla_tile_scale_code(mla_tile_recipe(l), tile_max[t]);
+    tile_max[j / per_tile] = mla_max_combine(mla_load_nope_chunk(l, x, row, j, values), tile_max[j / per_tile]);
+  for (int t = 0; t < l.tiles(); ++t) scale_words[t] = mla_tile_scale_word(l, r, tile_max[t]);
   for (int j = 0; j < mla_nope_chunks(l); ++j) {
     mla_load_nope_chunk(l, x, row, j, values);
-    mla_store_nope_chunk(c, values, scale_codes[j / per_tile], cache, slot, j);
+    mla_store_nope_chunk(c, r, values, tile_max[j / per_tile], cache, slot, j);
   }
-  mla_store_tile_scales(c, scale_codes, cache, slot);
+  mla_store_tile_scales(c, scale_words, cache, slot);
   for (int j = 0; j < mla_rope_chunks(l); ++j) mla_copy_rope_chunk(c, x, row, cache, slot, j);
 }
 
@@ -264,6 +291,8 @@ struct WorkspaceBatch {
   std::int64_t batch = 0;
   std::int64_t max_blocks_per_seq = 0;  // block_tables is [batch, max_blocks_per_seq] int32
   std::int64_t workspace_tokens = 0;    // rows of each workspace; == cu_seq_lens[batch]
+  // A port's rounding (requantize_e4m3_rounded; the CPU twin's model of it); the kernel rounds once.
+  WorkspaceRounding rounding{};
   KVQ_HD constexpr std::int64_t blocks_per_row() const { return pages.heads * (pages.head_dim / Nvfp4PageGeometry::kBlock); }
   // One page side (request b, table column k, side) holds page_items() 16-element blocks in
   // memory order (token, head, block); an item is (page side, block), page side = (b * columns + k) * 2 + side.
@@ -306,7 +335,7 @@ KVQ_HD inline void nvfp4_page_side_to_workspace(const WorkspaceBatch& w, const s
     KVQ_UNROLL
     for (int e = 0; e < n; ++e) {
       const std::uint8_t code = (e & 1) ? e2m1_odd(packed[e / 2]) : e2m1_even(packed[e / 2]);
-      codes[e] = requantize_e4m3(w.recipe, scale, code, factor);
+      codes[e] = requantize_e4m3_rounded(w.recipe, scale, code, factor, w.rounding);
     }
   }
   io::store_bytes(out, codes, n);
@@ -326,6 +355,10 @@ KVQ_HD inline void nvfp4_page_to_workspace_item(const WorkspaceBatch& w, const s
 Status validate(const MlaCacheShape& c);
 Status validate_requantize(std::int64_t num_blocks, std::int64_t block_size, float k_scale);
 Status validate_quantize(const MlaCacheShape& c, std::int64_t num_tokens);
+// Why r cannot be layout c's tile rule (empty: it can): E4M3 elements in tiles of the layout's,
+// an E8M0 rule (NaN elements under an OCP rule make the tile's scale 0xFF), or a per-tile FP32
+// scale (tensor_only) where the layout stores FP32 scales; not a two-level rule.
+Status mla_tile_recipe_error(const MlaCacheShape& c, const Recipe& r);
 Status validate_dequantize(const MlaCacheShape& c, float k_scale);
 Status validate(const WorkspaceBatch& w, float factor_k, float factor_v);
 
@@ -334,6 +367,9 @@ Status mla_requantize_576_to_656_cpu(std::int64_t num_blocks, std::int64_t block
                                      float k_scale, KScale mode, std::uint8_t* dst);
 Status mla_quantize_cpu(const MlaCacheShape& c, const std::uint16_t* x, const std::int64_t* slot_mapping,
                         std::int64_t num_tokens, std::uint8_t* cache);
+// The same under another tile rule (a port's: mla_tile_recipe_error says which fit).
+Status mla_quantize_cpu(const MlaCacheShape& c, const Recipe& tile, const std::uint16_t* x,
+                        const std::int64_t* slot_mapping, std::int64_t num_tokens, std::uint8_t* cache);
 Status mla_dequantize_cpu(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output, void* y);
 Status nvfp4_paged_to_workspace_cpu(const WorkspaceBatch& w, const std::uint8_t* cache,
                                     const std::int32_t* block_tables, const std::int32_t* cu_seq_lens,

@@ -24,6 +24,11 @@ enum class KvOrder : std::uint8_t { nhd, hnd };
 enum class ScaleSwizzle : std::uint8_t { none, v_only, k_and_v };
 enum class KvSide : std::uint8_t { k = 0, v = 1 };
 enum class PagePart : std::uint8_t { data = 0, scales = 1 };
+// The names manifests and reports use (docs/ports.md "Paged stores").
+constexpr const char* name_of(KvOrder o) { return o == KvOrder::nhd ? "NHD" : "HND"; }
+constexpr const char* name_of(ScaleSwizzle s) {
+  return s == ScaleSwizzle::none ? "none" : s == ScaleSwizzle::v_only ? "v_only" : "k_and_v";
+}
 
 inline constexpr int kSwizzleGroup = 4;  // tokens whose scales interleave
 

@@ -326,13 +326,15 @@ QuantizedBlock recipe_quantize_block(const Recipe& r, float g_value, const std::
   return out;
 }
 
-std::uint8_t recipe_requantize_e4m3(const Recipe& r, std::uint8_t scale, std::uint8_t code, float factor) {
+std::uint8_t recipe_requantize_e4m3(const Recipe& r, std::uint8_t scale, std::uint8_t code, float factor, WorkspaceRounding w) {
   Real scale_value = of(1.0f);
   if (r.scale == BlockScale::e4m3_two_level) scale_value = real_of(kE4M3FN, scale);
   if (r.scale == BlockScale::e8m0_pow2) scale_value = real_of(kE8M0FNU, scale);
   const Real v = real_of(format_of(r.element), code), f = of(factor);
-  Real product;  // exact: no FP32 rounding between the factors
-  if (v.kind == ValueKind::nan || scale_value.kind == ValueKind::nan || f.kind == ValueKind::nan) {
+  Real product;  // exact: no FP32 rounding between the factors (unless the port rounds them)
+  if (w.fp32_products) {
+    product = fp32_multiply(fp32_multiply(v, scale_value), f);
+  } else if (v.kind == ValueKind::nan || scale_value.kind == ValueKind::nan || f.kind == ValueKind::nan) {
     product = nan_real();
   } else if (f.kind == ValueKind::infinity) {
     const bool negative = v.negative != (scale_value.negative != f.negative);
@@ -342,7 +344,10 @@ std::uint8_t recipe_requantize_e4m3(const Recipe& r, std::uint8_t scale, std::ui
     product.negative = v.negative != (scale_value.negative != f.negative);
     if (product.magnitude == 0) product.kind = ValueKind::zero;
   }
-  return static_cast<std::uint8_t>(round_to_format(kE4M3FN, scale_conversion(), product));
+  if (product.kind == ValueKind::nan) return 0x7F;  // the GPU's canonical +NaN, whatever the cast
+  if (w.via_bf16) product = real_of(kBF16, round_to_format(kBF16, convention_rule(ConventionId::ieee, FormatId::bf16).conversion, product));
+  const Conversion cast = w.saturate ? scale_conversion() : convention_rule(ConventionId::torch, FormatId::e4m3fn).conversion;
+  return static_cast<std::uint8_t>(round_to_format(kE4M3FN, cast, product));
 }
 
 std::uint32_t recipe_dequantize_element(const Recipe& r, float g, std::uint8_t scale, std::uint8_t code) {

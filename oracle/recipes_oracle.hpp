@@ -31,7 +31,9 @@ struct QuantizedBlock {
 float recipe_tensor_scale(const Recipe& r, float amax);
 QuantizedBlock recipe_quantize_block(const Recipe& r, float g, const std::vector<float>& x);
 std::uint32_t recipe_dequantize_element(const Recipe& r, float g, std::uint8_t scale, std::uint8_t code);
-// E4M3 code of the exact element * scale * factor (the prefill workspace), rounded once.
-std::uint8_t recipe_requantize_e4m3(const Recipe& r, std::uint8_t scale, std::uint8_t code, float factor);
+// E4M3 code of the exact element * scale * factor (the prefill workspace), rounded once, or as a
+// port rounds it (WorkspaceRounding: FP32 products, BF16, a non-saturating cast).
+std::uint8_t recipe_requantize_e4m3(const Recipe& r, std::uint8_t scale, std::uint8_t code, float factor,
+                                    WorkspaceRounding w = {});
 
 }  // namespace kvq::oracle

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "formats/recipe_names.hpp"
 #include "oracle/report_text.hpp"
 
 namespace kvq::ports {
@@ -12,7 +13,18 @@ namespace {
 
 Status run_twin(const MlaPort& p, const std::vector<std::uint8_t>* before, std::uint8_t fill, std::vector<std::uint8_t>* out) {
   *out = before ? *before : std::vector<std::uint8_t>(p.after.size(), fill);
-  return kernels::mla_quantize_cpu(p.shape, p.k.data(), p.slot_mapping.data(), p.tokens(), out->data());
+  if (p.call == MlaCall::requantize) {
+    const kernels::MlaCacheShape src{kernels::MlaLayoutId::fp8_nope_fp8_rope, p.shape.num_blocks, p.shape.block_size};
+    if (p.shape.layout != kernels::MlaLayoutId::fp8_nope_block_scale_bf16_rope)
+      return std::string("the requantized cache must be ") + kernels::kMlaFp8NopeBlockScaleBf16Rope.name;
+    if (static_cast<std::int64_t>(p.src.size()) != src.bytes())
+      return "the source cache holds " + std::to_string(p.src.size()) + " bytes; the written cache's " +
+             std::to_string(p.shape.num_blocks) + " blocks of " + std::to_string(p.shape.block_size) + " need " +
+             std::to_string(src.bytes());
+    return kernels::mla_requantize_576_to_656_cpu(p.shape.num_blocks, p.shape.block_size, p.src.data(), p.k_scale,
+                                                  p.k_scale_use, out->data());
+  }
+  return kernels::mla_quantize_cpu(p.shape, p.tile, p.k.data(), p.slot_mapping.data(), p.tokens(), out->data());
 }
 
 // Where byte `offset` of the cache lies: its block, the token entry and the part of its record or
@@ -38,12 +50,27 @@ MlaDifference locate(const MlaPort& p, std::int64_t offset) {
     if (byte >= l.offset_of(part) && byte < l.offset_of(part) + size) d.part = part, d.index = byte - l.offset_of(part);
   }
   d.slot = d.block * T + d.entry;
+  if (p.call == MlaCall::requantize) d.token = d.slot;  // every slot is converted
   for (std::int64_t t = 0; t < p.tokens(); ++t)
     if (p.slot_mapping[t] == d.slot) d.token = t;
   return d;
 }
 
 }  // namespace
+
+Status mla_tile_rule(const kernels::MlaLayout& l, const std::string& name, Recipe* rule, std::string* rule_name) {
+  if (name.empty()) {
+    *rule = kernels::mla_tile_recipe(l);
+    *rule_name = kernels::mla_tile_recipe_name(l);
+    return {};
+  }
+  const auto named = recipe_from_name(name);
+  if (!named) return "unknown recipe '" + name + "' (kvq recipes lists them)";
+  *rule = named->recipe;
+  rule->block = l.tile;  // the layout's tile (a per-tile FP32 rule's "tensor")
+  *rule_name = name;
+  return {};
+}
 
 MlaComparison compare_mla(const MlaPort& p, std::size_t keep) {
   MlaComparison c;
@@ -67,20 +94,34 @@ MlaComparison compare_mla(const MlaPort& p, std::size_t keep) {
 std::string describe_mla(const MlaPort& p, const MlaComparison& c) {
   const kernels::MlaLayout l = p.shape.desc();
   std::ostringstream os;
-  os << "kvq verify mla-cache " << l.name << ": " << (c.exact() ? "BIT-EXACT" : "MISMATCH") << "\n";
+  const bool requant = p.call == MlaCall::requantize;
+  if (requant)
+    os << "kvq verify mla-requant " << kernels::kMlaFp8NopeFp8Rope.name << " -> " << l.name << " (k_scale "
+       << hex_digits(bits_of(p.k_scale), 8) << " = " << number(p.k_scale) << ", " << kernels::name_of(p.k_scale_use) << "): ";
+  else
+    os << "kvq verify mla-cache " << l.name << " (tile rule " << p.tile_name << " at tile " << l.tile << "): ";
+  os << (c.exact() ? "BIT-EXACT" : "MISMATCH") << "\n";
   if (!c.error.ok()) {
     os << "  the model rejects the port's arguments: " << c.error << "\n";
     return os.str();
   }
   std::int64_t padding = 0;
   for (const std::int64_t s : p.slot_mapping) padding += s < 0 ? 1 : 0;
-  os << "  k: " << p.tokens() << " tokens (" << padding << " padding) x " << l.dims() << " bf16; " << p.shape.num_blocks
-     << " blocks of " << p.shape.block_size << " tokens, " << l.block_bytes(p.shape.block_size) << " bytes a block\n";
-  os << buffer_line("k_cache", c.bytes, c.addressed_mismatches, c.untouched_changed, p.before_known,
-                    "bytes differ in the records the tokens address", "changed outside them (other slots, padding)");
-  if (!c.first.empty()) os << "  first differences (cache byte: block, entry (slot), token, part[byte]: expected -> actual):\n";
+  if (requant)
+    os << "  src_cache: " << p.shape.num_blocks << " blocks of " << p.shape.block_size << " tokens, every slot converted, "
+       << l.block_bytes(p.shape.block_size) << " bytes a block written\n";
+  else
+    os << "  k: " << p.tokens() << " tokens (" << padding << " padding) x " << l.dims() << " bf16; " << p.shape.num_blocks
+       << " blocks of " << p.shape.block_size << " tokens, " << l.block_bytes(p.shape.block_size) << " bytes a block\n";
+  const char* cache = requant ? "dst_cache" : "k_cache";
+  os << buffer_line(cache, c.bytes, c.addressed_mismatches, c.untouched_changed, p.before_known,
+                    requant ? "bytes differ in the converted records" : "bytes differ in the records the tokens address",
+                    "changed outside them (other slots, padding)");
+  if (!c.first.empty())
+    os << "  first differences (cache byte: block, entry (slot), " << (requant ? "" : "token, ")
+       << "part[byte]: expected -> actual):\n";
   for (const MlaDifference& d : c.first) {
-    os << "    k_cache byte " << d.offset << ": block " << d.block;
+    os << "    " << cache << " byte " << d.offset << ": block " << d.block;
     if (d.entry < 0) {
       os << ", block padding: held " << hex_digits(d.before, 2) << ", now " << hex_digits(d.actual, 2) << "\n";
       continue;
@@ -90,10 +131,37 @@ std::string describe_mla(const MlaPort& p, const MlaComparison& c) {
       os << "no token addresses this slot: held " << hex_digits(d.before, 2) << ", now " << hex_digits(d.actual, 2) << "\n";
       continue;
     }
-    os << "token " << d.token << ", " << kernels::name_of(d.part) << "[" << d.index << "]: " << hex_digits(d.expected, 2) << " -> "
+    if (!requant) os << "token " << d.token << ", ";
+    os << kernels::name_of(d.part) << "[" << d.index << "]: " << hex_digits(d.expected, 2) << " -> "
        << hex_digits(d.actual, 2) << "\n";
   }
   return os.str();
+}
+
+MlaIdentification identify_mla(const MlaPort& p, std::size_t nearest) {
+  MlaIdentification id;
+  if (p.call == MlaCall::requantize) {
+    for (const kernels::KScale use : {kernels::KScale::fold, kernels::KScale::drop}) {
+      MlaPort q = p;
+      q.k_scale_use = use;
+      MlaCandidate c{kernels::name_of(use), compare_mla(q, 0)};
+      if (!c.comparison.error.ok()) return id;
+      id.add(std::move(c));
+    }
+    id.rank(nearest);
+    return id;
+  }
+  for (const NamedRecipe& named : kRecipes) {
+    MlaPort q = p;
+    if (!mla_tile_rule(p.shape.desc(), std::string(named.name), &q.tile, &q.tile_name).ok() ||
+        !kernels::mla_tile_recipe_error(p.shape, q.tile).ok())
+      continue;  // not a tile rule of this layout (a two-level rule, FP4 elements, an FP32 scale in E8M0 bytes)
+    MlaCandidate c{q.tile_name, compare_mla(q, 0)};
+    if (!c.comparison.error.ok()) return id;  // the port's arguments, whatever the rule: verify says why
+    id.add(std::move(c));
+  }
+  id.rank(nearest);
+  return id;
 }
 
 }  // namespace kvq::ports

@@ -1,9 +1,13 @@
 // An MLA cache writer checked from its tensors (docs/ports.md "MLA caches"): BF16 tokens quantized
 // into a paged MLA cache of one of kvq's layouts (docs/layouts.md: the 656-byte FlashMLA record,
 // vLLM's MODEL1 with its block-tail scales) at slot_mapping, as vLLM's quantize_and_insert_k_cache
-// and SGLang's quantize_k_cache write it. The model is kvq's twin (mla_quantize_cpu) run on the
-// cache as it was before the call; the whole cache is compared byte for byte, so bytes of other
-// slots, block padding and the tail's pad bytes count too.
+// and SGLang's quantize_k_cache write it. The model is kvq's twin (mla_quantize_cpu) under a tile
+// rule (the layout's own, mla_tile_recipe, or a named recipe at the layout's tile: SGLang's FP32
+// amax/448 tile scales) run on the cache as it was before the call; the whole cache is compared
+// byte for byte, so bytes of other slots, block padding and the tail's pad bytes count too.
+// The same comparison checks a requantizer (docs/ports.md "MLA requantize"): a whole 576-byte cache
+// converted to the 656-byte record (kernels::mla_requantize_576_to_656_cpu), k_scale folded into the
+// tile scales or dropped.
 #pragma once
 
 #include <cstdint>
@@ -12,15 +16,27 @@
 
 #include "kernels/mla_kernels.hpp"
 #include "kernels/status.hpp"
+#include "oracle/layout_identification.hpp"
 
 namespace kvq::ports {
 
+// What the port's call does: quantize BF16 tokens into the cache, or requantize a whole cache.
+enum class MlaCall : std::uint8_t { quantize, requantize };
+
 struct MlaPort {
-  kernels::MlaCacheShape shape;            // layout, num_blocks, block_size
+  MlaCall call = MlaCall::quantize;
+  kernels::MlaCacheShape shape;            // the written cache: layout, num_blocks, block_size
+  Recipe tile;                             // the tile rule (mla_tile_rule)
+  std::string tile_name;                   // its recipe name
   std::vector<std::uint16_t> k;            // BF16 [tokens, dims of the layout]
   std::vector<std::int64_t> slot_mapping;  // [tokens]; < 0: padding
   std::vector<std::uint8_t> after, before;  // the cache after the call, and before it
   bool before_known = true;
+  // requantize: the source cache (fp8_nope_fp8_rope, the same blocks), its k_scale and what the
+  // conversion does with it
+  std::vector<std::uint8_t> src;
+  float k_scale = 1.0f;
+  kernels::KScale k_scale_use = kernels::KScale::fold;
   std::int64_t tokens() const { return static_cast<std::int64_t>(slot_mapping.size()); }
 };
 
@@ -38,9 +54,23 @@ struct MlaComparison {
   std::int64_t bytes = 0, addressed_mismatches = 0, untouched_changed = 0;
   std::vector<MlaDifference> first;
   bool exact() const { return error.ok() && addressed_mismatches == 0 && untouched_changed == 0; }
+  std::int64_t differing() const { return addressed_mismatches + untouched_changed; }
 };
+
+// Named recipe `name` as layout l's tile rule (its block the layout's tile), or an error naming it;
+// an empty name gives the layout's own rule (kernels::mla_tile_recipe) and its name.
+Status mla_tile_rule(const kernels::MlaLayout& l, const std::string& name, Recipe* rule, std::string* rule_name);
 
 MlaComparison compare_mla(const MlaPort& p, std::size_t keep);
 std::string describe_mla(const MlaPort& p, const MlaComparison& c);
+
+// Every named recipe that can be the layout's tile rule (kernels::mla_tile_recipe_error), or for
+// a requantizer both uses of k_scale, tried on the whole cache.
+struct MlaCandidate {
+  std::string recipe;
+  MlaComparison comparison;
+};
+using MlaIdentification = LayoutIdentification<MlaCandidate>;
+MlaIdentification identify_mla(const MlaPort& p, std::size_t nearest);
 
 }  // namespace kvq::ports

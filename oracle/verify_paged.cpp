@@ -13,6 +13,7 @@ using kernels::KvOrder;
 using kernels::KvSide;
 using kernels::PagedFormat;
 using kernels::PagePart;
+using kernels::ScaleSwizzle;
 
 int paged_buffers(const kernels::PagedKvLayout& l) { return l.format == PagedFormat::fp8 ? 2 : 1; }
 const char* paged_buffer_name(const kernels::PagedKvLayout& l, int buffer) {
@@ -77,6 +78,15 @@ PagedDifference locate(const PagedPort& p, int buffer, std::int64_t offset) {
   return d;
 }
 
+// A buffer byte as the port names it: "kv_cache byte 70", or the piece of SGLang's pool it lies in.
+std::string byte_name(const PagedPort& p, int buffer, std::int64_t offset) {
+  for (const auto& [role, bytes] : p.pieces) {
+    if (offset < bytes) return role + " byte " + std::to_string(offset);
+    offset -= bytes;
+  }
+  return std::string(paged_buffer_name(p.shape.layout, buffer)) + " byte " + std::to_string(offset);
+}
+
 std::string cache_byte(const kernels::PagedKvLayout& L, const PagedDifference& d, std::uint8_t b) {
   if (d.scale || L.format == PagedFormat::fp8)
     return hex_digits(b, 2) + " (" + number(decode_float(kE4M3FN, b)) + ")";
@@ -123,7 +133,7 @@ std::string describe_paged(const PagedPort& p, const std::string& recipe_name, c
   std::int64_t padding = 0;
   for (const std::int64_t s : p.slot_mapping) padding += s < 0 ? 1 : 0;
   os << "  key/value: " << p.shape.tokens << " tokens (" << padding << " padding) x " << L.heads << " heads x "
-     << L.head_dim << " " << kernels::name_of(p.shape.input) << "; " << (L.order == KvOrder::nhd ? "NHD" : "HND") << ", "
+     << L.head_dim << " " << kernels::name_of(p.shape.input) << "; " << kernels::name_of(L.order) << ", "
      << L.num_blocks << " pages of " << L.block_size << " slots";
   if (L.format == PagedFormat::nvfp4)
     os << ", NVFP4 page (scales swizzled: "
@@ -132,12 +142,14 @@ std::string describe_paged(const PagedPort& p, const std::string& recipe_name, c
      << " = " << number(p.scales.k[0]) << ", " << (L.format == PagedFormat::fp8 ? "v_scale " : "V tensor scale ")
      << hex_digits(bits_of(p.scales.v[0]), 8) << " = " << number(p.scales.v[0]) << (p.shape.per_head_scales ? " (head 0 of per-head scales)" : "")
      << "\n";
+  std::string pool;  // SGLang's buffers, in page order
+  for (const auto& piece : p.pieces) pool += (pool.empty() ? "" : " | ") + piece.first;
   for (int b = 0; b < paged_buffers(L); ++b)
-    os << buffer_line(paged_buffer_name(L, b), c.bytes[b], c.addressed_mismatches[b], c.untouched_changed[b], p.before_known[b],
+    os << buffer_line(pool.empty() ? paged_buffer_name(L, b) : "the pool (" + pool + ")", c.bytes[b], c.addressed_mismatches[b], c.untouched_changed[b], p.before_known[b],
                       "bytes differ in the slots the tokens address", "changed outside them (bytes the port must leave as they were)");
   if (!c.first.empty()) os << "  first differences (buffer byte: page, position (slot); side, token, head, element: expected -> actual):\n";
   for (const PagedDifference& d : c.first) {
-    os << "    " << paged_buffer_name(L, d.buffer) << " byte " << d.offset << ": page " << d.page << ", position "
+    os << "    " << byte_name(p, d.buffer, d.offset) << ": page " << d.page << ", position "
        << d.position << " (slot " << d.slot << "); ";
     if (d.token < 0) {
       os << "no token addresses this slot: held " << hex_digits(d.before, 2) << ", now " << hex_digits(d.actual, 2) << "\n";
@@ -159,28 +171,35 @@ std::string describe_paged(const PagedPort& p, const std::string& recipe_name, c
   return os.str();
 }
 
-std::int64_t PagedCandidate::differing() const {
-  return comparison.addressed_mismatches[0] + comparison.addressed_mismatches[1] + comparison.untouched_changed[0] +
-         comparison.untouched_changed[1];
-}
-
 PagedIdentification identify_paged(const PagedPort& p, std::size_t nearest) {
   PagedIdentification id;
-  const FormatId element = p.shape.layout.format == PagedFormat::nvfp4 ? FormatId::e2m1 : FormatId::e4m3fn;
-  std::vector<PagedCandidate> others;
+  const bool nvfp4 = p.shape.layout.format == PagedFormat::nvfp4;
+  const FormatId element = nvfp4 ? FormatId::e2m1 : FormatId::e4m3fn;
+  // Each named recipe of the page's element in each layout the same bytes may hold: NHD or HND
+  // (same block_size and heads), and for an NVFP4 page each scale swizzle; the manifest's layout
+  // is named only where another is tried.
+  const ScaleSwizzle swizzles[] = {ScaleSwizzle::none, ScaleSwizzle::v_only, ScaleSwizzle::k_and_v};
   for (const NamedRecipe& named : kRecipes) {
     if (named.recipe.element != element) continue;
-    PagedPort q = p;
-    q.shape.recipe = named.recipe;
-    PagedCandidate c{std::string(named.name), compare_paged(q, 0)};
-    if (!c.comparison.error.ok()) continue;  // a recipe the store does not take (a block scale, a block size)
-    ++id.tried;
-    (c.comparison.exact() ? id.exact : others).push_back(std::move(c));
+    for (const KvOrder order : {KvOrder::nhd, KvOrder::hnd})
+      for (const ScaleSwizzle swizzle : swizzles) {
+        if ((!nvfp4 && swizzle != ScaleSwizzle::none) || (!p.pieces.empty() && order != KvOrder::nhd)) continue;
+        PagedPort q = p;
+        q.shape.recipe = named.recipe;
+        q.shape.layout.order = order;
+        q.shape.layout.swizzle = swizzle;
+        std::string name(named.name);
+        if (order != p.shape.layout.order || swizzle != p.shape.layout.swizzle) {
+          name += std::string(" (") + kernels::name_of(order);
+          if (nvfp4) name += std::string(", scale swizzle ") + kernels::name_of(swizzle);
+          name += ")";
+        }
+        PagedCandidate c{name, compare_paged(q, 0)};
+        if (!c.comparison.error.ok()) continue;  // a recipe or layout the store does not take (a block scale, a swizzle)
+        id.add(std::move(c));
+      }
   }
-  std::stable_sort(others.begin(), others.end(),
-                   [](const PagedCandidate& a, const PagedCandidate& b) { return a.differing() < b.differing(); });
-  if (others.size() > nearest) others.resize(nearest);
-  id.nearest = std::move(others);
+  id.rank(nearest);
   return id;
 }
 

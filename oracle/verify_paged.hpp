@@ -12,6 +12,7 @@
 
 #include "kernels/paged_store.hpp"
 #include "kernels/status.hpp"
+#include "oracle/layout_identification.hpp"
 
 namespace kvq::ports {
 
@@ -26,6 +27,11 @@ struct PagedPort {
   // untouched ones cannot be.
   std::vector<std::uint8_t> after[2], before[2];
   bool before_known[2] = {true, true};
+  // SGLang's NVFP4 pool: four buffers k_buffer [slots, heads, D/2], k_scale_buffer [slots, heads,
+  // D/16], v_buffer, v_scale_buffer are, in that order, the bytes of one vLLM page of block_size =
+  // slots (docs/ports.md "Paged stores"); after[0] is their concatenation and the report names
+  // each byte by its buffer. Empty: the caches are the port's own.
+  std::vector<std::pair<std::string, std::int64_t>> pieces;  // (role, bytes) in order
 };
 
 // One differing byte, located: the page (block), the token position in it and the slot, and,
@@ -48,6 +54,9 @@ struct PagedComparison {
   bool exact() const {
     return error.ok() && addressed_mismatches[0] == 0 && addressed_mismatches[1] == 0 && untouched_changed[0] == 0 &&
            untouched_changed[1] == 0;
+  }
+  std::int64_t differing() const {
+    return addressed_mismatches[0] + addressed_mismatches[1] + untouched_changed[0] + untouched_changed[1];
   }
 };
 
@@ -72,12 +81,8 @@ std::string describe_paged(const PagedPort& p, const std::string& recipe_name, c
 struct PagedCandidate {
   std::string recipe;
   PagedComparison comparison;
-  std::int64_t differing() const;
 };
-struct PagedIdentification {
-  int tried = 0;
-  std::vector<PagedCandidate> exact, nearest;
-};
+using PagedIdentification = LayoutIdentification<PagedCandidate>;
 PagedIdentification identify_paged(const PagedPort& p, std::size_t nearest);
 
 }  // namespace kvq::ports

@@ -327,19 +327,13 @@ RopeIdentification identify_rope(const RopePort& p, std::size_t nearest) {
               const RopeArithmetic a{style, fma, ftz, op, saturate, round};
               RopeCandidate c{a, compare(p, a, 0, false, {})};
               if (!c.comparison.error.ok()) return id;  // the port's arguments: no variant can read them
-              ++id.tried;
               all.push_back(std::move(c));
             }
   std::stable_sort(all.begin(), all.end(), [&](const RopeCandidate& x, const RopeCandidate& y) {
     return x.arithmetic.changes(base) < y.arithmetic.changes(base);
   });
-  std::vector<RopeCandidate> others;
-  for (RopeCandidate& c : all) (c.comparison.exact() ? id.exact : others).push_back(std::move(c));
-  std::stable_sort(others.begin(), others.end(), [](const RopeCandidate& x, const RopeCandidate& y) {
-    return x.comparison.differing() < y.comparison.differing();
-  });
-  if (others.size() > nearest) others.resize(nearest);
-  id.nearest = std::move(others);
+  for (RopeCandidate& c : all) id.add(std::move(c));
+  id.rank(nearest);
   return id;
 }
 

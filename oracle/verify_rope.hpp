@@ -14,6 +14,7 @@
 
 #include "kernels/rope_append.hpp"
 #include "kernels/status.hpp"
+#include "oracle/layout_identification.hpp"
 
 namespace kvq::ports {
 
@@ -100,10 +101,7 @@ struct RopeCandidate {
   RopeArithmetic arithmetic;
   RopeComparison comparison;
 };
-struct RopeIdentification {
-  int tried = 0;
-  std::vector<RopeCandidate> exact, nearest;
-};
+using RopeIdentification = LayoutIdentification<RopeCandidate>;
 RopeIdentification identify_rope(const RopePort& p, std::size_t nearest);
 
 }  // namespace kvq::ports

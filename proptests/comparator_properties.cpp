@@ -20,6 +20,7 @@
 #include "oracle/verify_mla.hpp"
 #include "oracle/verify_paged.hpp"
 #include "oracle/verify_rope.hpp"
+#include "oracle/verify_workspace.hpp"
 #include "proptests/harness/mix32.hpp"
 #include "proptests/harness/rapidcheck_bridge.hpp"
 
@@ -327,14 +328,26 @@ Outcome rope_planted(const RunContext& ctx, const ports::RopeScope& scope) {
 
 // --- MLA caches ----------------------------------------------------------------------------------
 
-// A random MLA cache write (656 record or MODEL1, a few blocks, padding tokens), the cache written
-// by kvq's twin over 0xA5; the bytes it writes found by running it over 0x00 and 0xFF.
+// A random MLA cache write (656 record or MODEL1, a few blocks, padding tokens) or 576 -> 656
+// requantize (k_scale folded or dropped), the cache written by kvq's twin over 0xA5; the bytes it
+// writes found by running it over 0x00 and 0xFF.
 Outcome mla_planted(const RunContext& ctx) {
   return check_random(ctx, [&] {
     ports::MlaPort p;
     p.shape.layout = *rc::gen::element(kernels::MlaLayoutId::fp8_nope_block_scale_bf16_rope, kernels::MlaLayoutId::model1_fp8_sparse);
     p.shape.block_size = *rc::gen::inRange(1, 5);
     p.shape.num_blocks = *rc::gen::inRange(1, 4);
+    // The layout's own tile rule, or FlashMLA's power-of-two rule.
+    const bool pow2 = *rc::gen::arbitrary<bool>();
+    RC_ASSERT(ports::mla_tile_rule(p.shape.desc(), pow2 ? "mla-fp8-tile128" : "", &p.tile, &p.tile_name).ok());
+    if (p.shape.layout == kernels::MlaLayoutId::fp8_nope_block_scale_bf16_rope && *rc::gen::inRange(0, 3) == 0) {
+      p.call = ports::MlaCall::requantize;
+      p.k_scale = *rc::gen::element(1.0f, 2.0f, 0.375f, 1e-3f);
+      p.k_scale_use = *rc::gen::element(kernels::KScale::fold, kernels::KScale::drop);
+      const auto src_seed = *rc::gen::arbitrary<std::uint32_t>();
+      const std::int64_t src_bytes = kernels::MlaCacheShape{kernels::MlaLayoutId::fp8_nope_fp8_rope, p.shape.num_blocks, p.shape.block_size}.bytes();
+      for (std::int64_t i = 0; i < src_bytes; ++i) p.src.push_back(static_cast<std::uint8_t>(mix32(src_seed + i)));
+    }
     const std::int64_t tokens = *rc::gen::inRange<std::int64_t>(1, p.shape.slots() + 1);
     const int k = *rc::gen::inRange(1, 7);
     const auto seed = *rc::gen::arbitrary<std::uint32_t>();
@@ -352,7 +365,11 @@ Outcome mla_planted(const RunContext& ctx) {
     zeros.assign(p.after.size(), 0x00);
     ones.assign(p.after.size(), 0xFF);
     for (std::vector<std::uint8_t>* out : {&p.after, &zeros, &ones})
-      RC_ASSERT(kernels::mla_quantize_cpu(p.shape, p.k.data(), p.slot_mapping.data(), tokens, out->data()).ok());
+      RC_ASSERT((p.call == ports::MlaCall::requantize
+                     ? kernels::mla_requantize_576_to_656_cpu(p.shape.num_blocks, p.shape.block_size, p.src.data(), p.k_scale,
+                                                              p.k_scale_use, out->data())
+                     : kernels::mla_quantize_cpu(p.shape, p.tile, p.k.data(), p.slot_mapping.data(), tokens, out->data()))
+                    .ok());
     const std::int64_t last = static_cast<std::int64_t>(p.after.size()) - 1;
     const auto written = [&](std::int64_t off) { return zeros[off] != 0x00 || ones[off] != 0xFF; };
     std::vector<std::int64_t> edges = {0, last};
@@ -374,6 +391,70 @@ Outcome mla_planted(const RunContext& ctx) {
     for (const std::int64_t t : targets)
       RC_ASSERT(std::any_of(c.first.begin(), c.first.end(), [&](const ports::MlaDifference& d) {
         return d.offset == t && d.addressed == written(t) && (d.token >= 0) == written(t);
+      }));
+  });
+}
+
+// --- workspaces --------------------------------------------------------------------------------
+
+// A random NVFP4 page -> E4M3 workspace call (a few requests, shared pages, a random rounding),
+// the workspaces (with spare rows past cu_seq_lens[batch]) written by kvq's twin over 0xA5.
+Outcome workspace_planted(const RunContext& ctx) {
+  return check_random(ctx, [&] {
+    ports::WorkspacePort p;
+    kernels::WorkspaceBatch& w = p.batch;
+    w.recipe = recipe_from_name("nvfp4")->recipe;
+    w.pages = {*rc::gen::inRange<std::int64_t>(1, 4), *rc::gen::element<std::int64_t>(1, 2, 4), *rc::gen::inRange<std::int64_t>(1, 3),
+               16 * *rc::gen::inRange<std::int64_t>(1, 3)};
+    w.batch = *rc::gen::inRange(1, 4);
+    w.max_blocks_per_seq = *rc::gen::inRange(1, 3);
+    w.rounding = {*rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>()};
+    const auto seed = *rc::gen::arbitrary<std::uint32_t>();
+    const int k = *rc::gen::inRange(1, 7);
+    for (std::int64_t i = 0; i < w.pages.cache_bytes(); ++i) p.cache.push_back(static_cast<std::uint8_t>(mix32(seed + i)));
+    p.cu_seq_lens = {0};
+    for (std::int64_t b = 0; b < w.batch; ++b)
+      p.cu_seq_lens.push_back(p.cu_seq_lens.back() +
+                              static_cast<std::int32_t>(mix32(seed ^ (b + 11)) % (w.max_blocks_per_seq * w.pages.block_size + 1)));
+    for (std::int64_t i = 0; i < w.batch * w.max_blocks_per_seq; ++i)
+      p.block_tables.push_back(static_cast<std::int32_t>(mix32(~seed + i) % w.pages.num_blocks));
+    w.workspace_tokens = p.cu_seq_lens.back();
+    p.factor[0] = *rc::gen::element(1.0f, 0x1.555556p-3f, 3.5f);
+    p.factor[1] = *rc::gen::element(1.0f, 0.25f, 7.0f);
+    const std::int64_t row = w.pages.heads * w.pages.head_dim, rows = w.workspace_tokens + *rc::gen::inRange(1, 3);
+    std::vector<std::uint8_t> zeros[2], ones[2];
+    for (int side = 0; side < 2; ++side) {
+      p.after[side].assign(static_cast<std::size_t>(rows * row), 0xA5);
+      p.before[side] = p.after[side];
+      zeros[side].assign(p.after[side].size(), 0x00);
+      ones[side].assign(p.after[side].size(), 0xFF);
+    }
+    for (auto* out : {p.after, zeros, ones})
+      RC_ASSERT(kernels::nvfp4_paged_to_workspace_cpu(w, p.cache.data(), p.block_tables.data(), p.cu_seq_lens.data(), p.factor[0],
+                                                      p.factor[1], out[0].data(), out[1].data())
+                    .ok());
+    // Targets over both workspaces (side * size + offset): the first and last byte of each, the
+    // first byte of the spare rows, and random ones.
+    const std::int64_t size = rows * row, used = w.workspace_tokens * row;
+    std::vector<std::int64_t> edges = {0, size - 1, size, 2 * size - 1, used, size + used};
+    const auto targets = pick<std::int64_t>(edges, [&](std::uint32_t h) { return static_cast<std::int64_t>(h % (2 * size)); }, k, seed);
+    std::int64_t addressed[2] = {}, untouched[2] = {};
+    for (const std::int64_t t : targets) {
+      const int side = static_cast<int>(t / size);
+      p.after[side][static_cast<std::size_t>(t % size)] ^= 0x01;
+      ++(t % size < used ? addressed[side] : untouched[side]);
+    }
+    const ports::WorkspaceComparison c = ports::compare_workspace(p, 1000);
+    RC_ASSERT(c.error.ok());
+    for (int side = 0; side < 2; ++side) {
+      RC_ASSERT(c.addressed_mismatches[side] == addressed[side]);
+      RC_ASSERT(c.untouched_changed[side] == untouched[side]);
+    }
+    for (const std::int64_t t : targets)
+      RC_ASSERT(std::any_of(c.first.begin(), c.first.end(), [&](const ports::WorkspaceDifference& d) {
+        const bool in_rows = t % size < used;
+        return d.side == t / size && d.offset == t % size && d.addressed == in_rows && (d.request >= 0) == in_rows &&
+               (!in_rows || d.row == t % size / row);
       }));
   });
 }
@@ -430,6 +511,7 @@ void register_comparator_properties() {
                  [r](const RunContext& ctx) { return flat_planted(ctx, r, {}); });
   }
   add_property("ports", "verify-mla/every-planted-difference-reported", Device::cpu, mla_planted);
+  add_property("ports", "verify-workspace/every-planted-difference-reported", Device::cpu, workspace_planted);
   add_property("ports", "verify-rope/append/every-planted-difference-reported", Device::cpu,
                [](const RunContext& ctx) { return rope_planted(ctx, {}); });
   for (const PagedFormat f : {PagedFormat::fp8, PagedFormat::nvfp4})

@@ -244,9 +244,9 @@ rc::Gen<QuantProblem> gen_quant(MlaLayoutId layout, int max_blocks) {
   });
 }
 
-Bytes quant_cpu(const QuantProblem& p, std::uint8_t poison) {
+Bytes quant_cpu(const QuantProblem& p, std::uint8_t poison, const Recipe& tile) {
   Bytes cache(static_cast<std::size_t>(p.cache.bytes()) + kGuard, poison);
-  const kvq::Status e = kernels::mla_quantize_cpu(p.cache, p.x.data(), p.slots.data(), p.tokens, cache.data());
+  const kvq::Status e = kernels::mla_quantize_cpu(p.cache, tile, p.x.data(), p.slots.data(), p.tokens, cache.data());
   if (!e.ok()) throw std::runtime_error(e.message());
   return cache;
 }
@@ -268,18 +268,39 @@ bool within_half_gap(float x, float dq, int e) {
   return std::fabs(static_cast<double>(x) - static_cast<double>(dq)) <= std::ldexp(gap / 2, e);
 }
 
+// A named recipe as a tile rule of layout l (its block the layout's tile).
+Recipe tile_rule(const kernels::MlaLayout& l, const char* name) {
+  Recipe r = kvq::recipe_from_name(name)->recipe;
+  r.block = l.tile;
+  return r;
+}
+
 void register_quantize_properties() {
-  for (const MlaLayoutId layout : {MlaLayoutId::fp8_nope_block_scale_bf16_rope, MlaLayoutId::model1_fp8_sparse}) {
-    const std::string base = std::string("quantize-") + kernels::name_of(layout);
-    // Codes and scales == the recipe oracle (mla-fp8-tile128's rule at the layout's tile), rope
-    // copied, dequantized values == the oracle's, error within the tile's half gap; only the
-    // mapped tokens' bytes written (poison), random page tables.
-    add_property("mla", base + "/cpu-twin-vs-recipe-oracle", Device::cpu, [layout](const RunContext& ctx) {
-      return check_fraction(ctx, 10, [layout] {
-        const QuantProblem p = *gen_quant(layout, 4);
+  struct TileRule {
+    MlaLayoutId layout;
+    const char* recipe;  // nullptr: the layout's own (mla_tile_recipe, what the kernels apply)
+  };
+  // The layouts' own rules (SGLang's FP32 amax/448 tile scales, mla-model1-tile64) and rules a port
+  // follows instead (the twin's recipe argument: verify mla-cache): FlashMLA's power-of-two rule on
+  // the 656 record and at MODEL1's tile, and an OCP rule whose NaN elements decide the tile's scale.
+  const TileRule rules[] = {{MlaLayoutId::fp8_nope_block_scale_bf16_rope, nullptr},
+                            {MlaLayoutId::model1_fp8_sparse, nullptr},
+                            {MlaLayoutId::fp8_nope_block_scale_bf16_rope, "mla-fp8-tile128"},
+                            {MlaLayoutId::fp8_nope_block_scale_bf16_rope, "mxfp8-e4m3-ceil"},
+                            {MlaLayoutId::model1_fp8_sparse, "mla-fp8-tile128"}};
+  for (const TileRule rule : rules) {
+    const MlaLayoutId layout = rule.layout;
+    const std::string base = std::string("quantize-") + kernels::name_of(layout) + (rule.recipe ? std::string("/") + rule.recipe : "");
+    // Codes and scales == the recipe oracle's for the tile rule, rope copied, dequantized values ==
+    // the oracle's, error within the tile's half gap (power-of-two scales); only the mapped tokens'
+    // bytes written (poison), random page tables.
+    add_property("mla", base + "/cpu-twin-vs-recipe-oracle", Device::cpu, [rule](const RunContext& ctx) {
+      return check_fraction(ctx, 10, [rule] {
+        const QuantProblem p = *gen_quant(rule.layout, 4);
         const auto l = p.cache.desc();
-        const Recipe r = kernels::mla_tile_recipe(l);
-        const Bytes a = quant_cpu(p, kPoisons[0]), b = quant_cpu(p, kPoisons[1]);
+        const Recipe r = rule.recipe ? tile_rule(l, rule.recipe) : kernels::mla_tile_recipe(l);
+        const bool fp32_tile = r.scale == BlockScale::tensor_only;
+        const Bytes a = quant_cpu(p, kPoisons[0], r), b = quant_cpu(p, kPoisons[1], r);
         std::vector<bool> owned(a.size(), false);
         for (const auto s : p.slots)
           if (s >= 0)
@@ -296,22 +317,27 @@ void register_quantize_properties() {
           for (int t = 0; t < l.tiles(); ++t) {
             std::vector<float> tile(static_cast<std::size_t>(l.tile));
             for (int k = 0; k < l.tile; ++k) tile[k] = float_from_bits(std::uint32_t{row[t * l.tile + k]} << 16);
-            const auto want = oracle::recipe_quantize_block(r, 1.0f, tile);
+            float amax = 0.0f;  // the tile's max |x|, NaN ignored (docs/layouts.md)
+            for (const float v : tile) amax = std::fabs(v) > amax ? std::fabs(v) : amax;
+            const float g = fp32_tile ? oracle::recipe_tensor_scale(r, amax) : 1.0f;
+            const auto want = oracle::recipe_quantize_block(r, g, tile);
             const bool finite = std::all_of(tile.begin(), tile.end(), [](float v) { return !std::isnan(v) && !std::isinf(v); });
-            if (l.id == MlaLayoutId::model1_fp8_sparse) {
+            if (fp32_tile) {  // the FP32 scale itself
+              RC_ASSERT(u32_at(a, scales + 4 * t) == bits_of(g));
+            } else if (l.id == MlaLayoutId::model1_fp8_sparse) {
               RC_ASSERT(a[scales + t] == want.scale);
             } else {  // FP32 2^(byte - 127), NaN for 0xFF
               const std::uint32_t bits = want.scale == 0xFF ? kCanonicalNanBits : bits_of(std::ldexp(1.0f, want.scale - 127));
               RC_ASSERT(u32_at(a, scales + 4 * t) == bits);
             }
-            RC_ASSERT(!finite || want.scale != 0xFF);  // no NaN scale from finite input
+            RC_ASSERT(fp32_tile || !finite || want.scale != 0xFF);  // no NaN scale from finite input
             for (int k = 0; k < l.tile; ++k) {
               RC_ASSERT(hex_code(kE4M3FN, a[nope + t * l.tile + k]) == hex_code(kE4M3FN, want.codes[k]));
-              const std::uint32_t value = oracle::recipe_dequantize_element(r, 1.0f, want.scale, want.codes[k]);
+              const std::uint32_t value = oracle::recipe_dequantize_element(r, g, want.scale, want.codes[k]);
               const std::size_t at = static_cast<std::size_t>(s * l.dims() + t * l.tile + k);
               RC_ASSERT(hex_code(kFP32, dq[at]) == hex_code(kFP32, value));
               // A code rounded up near FP32's top (|x| > 0x1.fp127) dequantizes past FP32 max to inf.
-              if (finite && std::isfinite(float_from_bits(dq[at])))
+              if (!fp32_tile && finite && std::isfinite(float_from_bits(dq[at])))
                 RC_ASSERT(within_half_gap(tile[k], float_from_bits(dq[at]), want.scale - 127));
             }
           }
@@ -322,28 +348,60 @@ void register_quantize_properties() {
       });
     });
   }
-  // Crafted tiles, expected values from the rule 2^ceil(log2(max(amax/448, 1e-4))), by hand.
+  // Crafted tiles, expected values by hand from each rule: the 656-byte record's own
+  // (fp8-e4m3-tensor-rcp-triton per tile, SGLang's: s = amax / 448 and x * (1 / s) with Triton's `/`,
+  // div.full.f32 = x * rcp.approx(y), so only tiles whose quotients need no table value are worked
+  // out: s = 0 * rcp(448) = 0, 1 / 0 = inf, inf * rcp(448) = inf, rcp(inf) = 0, tl.clamp NaN -> 448);
+  // FlashMLA's power-of-two rule on the same record (mla-fp8-tile128, 2^ceil(log2(max(amax/448,
+  // 1e-4)))); MODEL1's own (2^ceil(log2(max(amax, bf16(1e-4)) / 448)), bf16(1e-4) = 0x38D2 =
+  // 1.0013580322265625e-4, NaN elements ignored by the max and clamped to 448 before the cast, an
+  // infinite max giving byte 0xFF and elements x * 2^-inf).
   add_property("mla", "quantize/special-tiles", Device::cpu, [](const RunContext& ctx) {
     Tally tally;
+    struct Expected {
+      std::uint32_t scale_bits;  // the tile scale as FP32 bits (MODEL1's byte decoded)
+      std::uint8_t code0, code_rest;
+      bool known = true;  // false: the value needs rcp.approx's table, not worked out here
+    };
+    constexpr Expected kTable{0, 0, 0, false};
     struct Case {
       const char* what;
-      float element0;      // the tile: element 0 this, the others `rest`
+      float element0;  // the tile: element 0 this, the others `rest`
       float rest;
-      std::uint32_t scale_bits;  // FP32 tile scale (656)
-      std::uint8_t code0, code_rest;
+      Expected sglang, pow2, model1;
     };
     const Case cases[] = {
-        {"all zero: 2^ceil(log2 1e-4) = 2^-13", 0.0f, 0.0f, 0x39000000u, 0x00, 0x00},
-        {"single max 448: scale 1", 448.0f, 0.0f, 0x3f800000u, 0x7E, 0x00},
-        {"single 450: scale 2, 225 -> 224", 450.0f, 0.0f, 0x40000000u, 0x76, 0x00},
-        {"single -2^-5: the 1e-4 floor wins, scale 2^-13, -256", -0.03125f, 0.0f, 0x39000000u, 0xF8, 0x00},
-        {"NaN element: scale 2^ceil(log2(1/448)) = 2^-8 from the rest, code 0x7F", NAN, 1.0f, 0x3b800000u, 0x7F, 0x78},
-        {"inf element: NaN scale, every code 0x7F", INFINITY, 1.0f, kCanonicalNanBits, 0x7F, 0x7F},
+        {"all zero: SGLang s = 0, 0 * (1/0) = NaN -> 448; pow2 2^ceil(log2 1e-4) = 2^-13; MODEL1 1.00136e-4/448 -> 2^-22",
+         0.0f, 0.0f, {0x00000000u, 0x7E, 0x7E}, {0x39000000u, 0x00, 0x00}, {0x34800000u, 0x00, 0x00}},
+        {"all -0: the same scales; SGLang -0 * inf = NaN -> 448, the others -0 (0x80)", -0.0f, -0.0f,
+         {0x00000000u, 0x7E, 0x7E}, {0x39000000u, 0x80, 0x80}, {0x34800000u, 0x80, 0x80}},
+        {"single max 448: scale 1", 448.0f, 0.0f, kTable, {0x3f800000u, 0x7E, 0x00}, {0x3f800000u, 0x7E, 0x00}},
+        {"single 450: scale 2, 225 -> 224", 450.0f, 0.0f, kTable, {0x40000000u, 0x76, 0x00}, {0x40000000u, 0x76, 0x00}},
+        {"single -2^-5: pow2 the 1e-4 floor wins; both scale 2^-13, -256", -0.03125f, 0.0f, kTable,
+         {0x39000000u, 0xF8, 0x00}, {0x39000000u, 0xF8, 0x00}},
+        {"single 2^-14: pow2 floor on the ratio 2^-13, code 0.5; MODEL1 floor on bmax 2^-22, code 256", 0x1p-14f, 0.0f,
+         kTable, {0x39000000u, 0x30, 0x00}, {0x34800000u, 0x78, 0x00}},
+        {"NaN element: scale 2^ceil(log2(1/448)) = 2^-8 from the rest; pow2 code 0x7F, MODEL1 clamped to 448", NAN, 1.0f,
+         kTable, {0x3b800000u, 0x7F, 0x78}, {0x3b800000u, 0x7E, 0x78}},
+        {"inf element: SGLang s = inf, 1/inf = 0: inf * 0 -> NaN -> 448, 1 * 0 = 0; pow2 NaN scale, every code 0x7F; "
+         "MODEL1 byte 0xFF, x * 2^-inf", INFINITY, 1.0f,
+         {0x7f800000u, 0x7E, 0x00}, {kCanonicalNanBits, 0x7F, 0x7F}, {kCanonicalNanBits, 0x7E, 0x00}},
     };
-    for (const MlaLayoutId id : {MlaLayoutId::fp8_nope_block_scale_bf16_rope, MlaLayoutId::model1_fp8_sparse}) {
-      const MlaCacheShape c{id, 1, 1};
+    struct Rule {
+      MlaLayoutId layout;
+      const char* recipe;  // nullptr: the layout's own
+      Expected Case::*want;
+    };
+    const Rule rules[] = {{MlaLayoutId::fp8_nope_block_scale_bf16_rope, nullptr, &Case::sglang},
+                          {MlaLayoutId::fp8_nope_block_scale_bf16_rope, "mla-fp8-tile128", &Case::pow2},
+                          {MlaLayoutId::model1_fp8_sparse, nullptr, &Case::model1}};
+    for (const Rule& rule : rules) {
+      const MlaCacheShape c{rule.layout, 1, 1};
       const auto l = c.desc();
+      const Recipe r = rule.recipe ? tile_rule(l, rule.recipe) : kernels::mla_tile_recipe(l);
       for (const Case& k : cases) {
+        const Expected& want = k.*rule.want;
+        if (!want.known) continue;
         std::vector<std::uint16_t> x(static_cast<std::size_t>(l.dims()), 0);
         for (int t = 0; t < l.tiles(); ++t) {
           x[static_cast<std::size_t>(t * l.tile)] = static_cast<std::uint16_t>(bits_of(k.element0) >> 16);
@@ -351,17 +409,19 @@ void register_quantize_properties() {
         }
         const std::int64_t slot = 0;
         Bytes cache(static_cast<std::size_t>(c.bytes()), 0xA5);
-        const kvq::Status e = kernels::mla_quantize_cpu(c, x.data(), &slot, 1, cache.data());
+        const kvq::Status e = kernels::mla_quantize_cpu(c, r, x.data(), &slot, 1, cache.data());
         bool ok = e.ok();
         const std::size_t scales = static_cast<std::size_t>(c.part(0, MlaPart::tile_scales));
         for (int t = 0; ok && t < l.tiles(); ++t) {
-          const std::uint32_t s = id == MlaLayoutId::model1_fp8_sparse
+          const std::uint32_t s = rule.layout == MlaLayoutId::model1_fp8_sparse
                                       ? (cache[scales + t] == 0xFF ? kCanonicalNanBits : bits_of(std::ldexp(1.0f, cache[scales + t] - 127)))
                                       : u32_at(cache, scales + 4 * t);
-          ok = s == k.scale_bits && cache[static_cast<std::size_t>(t * l.tile)] == k.code0;
-          for (int i = 1; ok && i < l.tile; ++i) ok = cache[static_cast<std::size_t>(t * l.tile + i)] == k.code_rest;
+          ok = s == want.scale_bits && cache[static_cast<std::size_t>(t * l.tile)] == want.code0;
+          for (int i = 1; ok && i < l.tile; ++i) ok = cache[static_cast<std::size_t>(t * l.tile + i)] == want.code_rest;
         }
-        if (ok) tally.pass(); else tally.fail(std::string(l.name) + ": " + k.what + (e.ok() ? "" : ": " + e.message()));
+        if (ok) tally.pass();
+        else tally.fail(std::string(l.name) + " (" + (rule.recipe ? rule.recipe : "own rule") + "): " + k.what +
+                        (e.ok() ? "" : ": " + e.message()));
       }
     }
     return tally.outcome(ctx);
@@ -440,12 +500,16 @@ std::uint8_t via_bf16(const Recipe& r, std::uint8_t scale, std::uint8_t code, fl
 }
 
 void register_workspace_properties() {
-  // Every element == the oracle's exact code * scale * factor rounded once; rows addressed with
-  // the vLLM page formula written out here; every workspace byte written, nothing past it.
+  // Every element == the oracle's exact code * scale * factor rounded once (or, half the cases, as
+  // a port's WorkspaceRounding rounds it: the twin is the model `kvq verify workspace` uses); rows
+  // addressed with the vLLM page formula written out here; every workspace byte written, nothing
+  // past it.
   add_property("mla", "workspace-nvfp4-paged/cpu-twin-vs-oracle", Device::cpu, [](const RunContext& ctx) {
     std::uint64_t elements = 0, double_rounding = 0;
     Outcome o = check_fraction(ctx, 8, [&] {
-      const WorkspaceProblem p = *gen_workspace(6, 4);
+      WorkspaceProblem p = *gen_workspace(6, 4);
+      if (*rc::gen::arbitrary<bool>())
+        p.w.rounding = {*rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>(), *rc::gen::arbitrary<bool>()};
       const auto& g = p.w.pages;
       const WorkspaceOut a = workspace_cpu(p, 0x00), b = workspace_cpu(p, 0xFF);
       const std::size_t used = static_cast<std::size_t>(p.w.workspace_bytes());
@@ -465,16 +529,50 @@ void register_workspace_properties() {
                 const std::uint8_t scale =
                     p.cache[static_cast<std::size_t>(base + g.block_size * g.heads * (D / 2) + (t * g.heads + h) * (D / 16) + d / 16)];
                 const float factor = side ? p.factor_v : p.factor_k;
-                const std::uint8_t want = oracle::recipe_requantize_e4m3(p.w.recipe, scale, code, factor);
+                const std::uint8_t want = oracle::recipe_requantize_e4m3(p.w.recipe, scale, code, factor, p.w.rounding);
                 const Bytes& out = side ? a.v : a.k;
                 RC_ASSERT(hex_code(kE4M3FN, out[static_cast<std::size_t>(((p.cu[req] + pos) * g.heads + h) * D + d)]) ==
                           hex_code(kE4M3FN, want));
                 ++elements;
-                double_rounding += via_bf16(p.w.recipe, scale, code, factor) != want;
+                if (p.w.rounding.reference()) double_rounding += via_bf16(p.w.recipe, scale, code, factor) != want;
               }
     });
     o.metrics = {{"elements", static_cast<double>(elements)}, {"double_rounding_via_bf16_differs", static_cast<double>(double_rounding)}};
     return o;
+  });
+  // The ports' roundings on elements worked out by hand (docs/layouts.md "3."): SGLang's FP32
+  // products, BF16 and PyTorch's non-saturating cast against kvq's single satfinite rounding.
+  add_property("mla", "workspace-nvfp4-paged/roundings-by-hand", Device::cpu, [](const RunContext& ctx) {
+    Tally tally;
+    const Recipe r = recipe_from_name("nvfp4")->recipe;
+    const WorkspaceRounding once{}, fp32{true, false, true}, bf16{false, true, true}, sglang{true, true, false},
+        nonsat{false, false, false};
+    struct Case {
+      const char* what;
+      std::uint8_t code, scale;
+      float factor;
+      WorkspaceRounding rounding;
+      std::uint8_t want;
+    };
+    const float sixth = float_from_bits(0x3e2aaaabu);  // RN(1/6) = (1/6)(1 + 2^-25)
+    const Case cases[] = {
+        {"3 x 2^-9 x RN(1/6) = 2^-10 (1 + 2^-25), above the midpoint: once 2^-9", 0x5, 0x01, sixth, once, 0x01},
+        {"the same through FP32: 2^-10 exactly (2^-35 is below half an ulp), a tie to even 0", 0x5, 0x01, sixth, fp32, 0x00},
+        {"the same through BF16: 2^-10, a tie to even 0", 0x5, 0x01, sixth, bf16, 0x00},
+        {"6 x 448 = 2688: satfinite 448", 0x7, 0x7E, 1.0f, once, 0x7E},
+        {"6 x 448 = 2688: PyTorch's cast NaN", 0x7, 0x7E, 1.0f, nonsat, 0x7F},
+        {"6 x 80 = 480, past 464: SGLang NaN", 0x7, 0x6A, 1.0f, sglang, 0x7F},
+        {"-6 x 80 = -480: SGLang NaN with the sign kept (PyTorch's cast), 0xFF", 0xF, 0x6A, 1.0f, sglang, 0xFF},
+        {"4 x 112 = 448: SGLang 448", 0x6, 0x6E, 1.0f, sglang, 0x7E},
+        {"a NaN scale: 0x7F under every rounding", 0x1, 0x7F, 1.0f, sglang, 0x7F},
+    };
+    for (const Case& c : cases) {
+      const std::uint8_t twin = requantize_e4m3_rounded(r, c.scale, c.code, c.factor, c.rounding);
+      const std::uint8_t orc = oracle::recipe_requantize_e4m3(r, c.scale, c.code, c.factor, c.rounding);
+      if (twin == c.want && orc == c.want) tally.pass();
+      else tally.fail(std::string(c.what) + ": twin " + hex_code(kE4M3FN, twin) + ", oracle " + hex_code(kE4M3FN, orc));
+    }
+    return tally.outcome(ctx);
   });
   // The kernel's own bounds checks (the launcher cannot read device tables): a page id out of
   // range gives 0x7F codes, rows past workspace_tokens are not written, nothing past the outputs.
@@ -599,6 +697,15 @@ void register_layout_properties() {
     expect(kernels::mla_quantize_cpu(v32, x.data(), repeat, 2, sink.data()), "slot_mapping[1] = 1 repeats");
     expect(kernels::mla_quantize_cpu(v32, x.data(), past, -1, sink.data()), "num_tokens");
     expect(kernels::mla_quantize_cpu({MlaLayoutId::fp8_nope_fp8_rope, 1, 2}, x.data(), past, 1, sink.data()), "layout");
+    const MlaCacheShape model1{MlaLayoutId::model1_fp8_sparse, 1, 2};
+    const std::int64_t one[1] = {0};
+    const auto tile_rule_of = [&](const MlaCacheShape& c, const char* name) { return tile_rule(c.desc(), name); };
+    expect(kernels::mla_quantize_cpu(v32, tile_rule_of(v32, "nvfp4"), x.data(), one, 1, sink.data()), "E4M3");
+    expect(kernels::mla_quantize_cpu(v32, tile_rule_of(v32, "nvfp4-4over6"), x.data(), one, 1, sink.data()), "E4M3");
+    expect(kernels::mla_quantize_cpu(model1, tile_rule_of(model1, "fp8-e4m3-tensor"), x.data(), one, 1, sink.data()),
+           "E8M0 tile scales");
+    expect(kernels::mla_quantize_cpu(model1, recipe_from_name("mla-fp8-tile128")->recipe, x.data(), one, 1, sink.data()),
+           "block must be the layout's tile (64");
     expect(kernels::mla_dequantize_cpu({MlaLayoutId::fp8_nope_fp8_rope, 1, 2}, sink.data(), NAN, DType::fp32, x.data()), "k_scale");
     if (std::all_of(sink.begin(), sink.end(), [](std::uint8_t b) { return b == 0xA5; })) tally.pass(); else tally.fail("a rejected call wrote");
     WorkspaceBatch w{recipe_from_name("nvfp4")->recipe, {2, 4, 1, 16}, 1, 2, 3};
@@ -755,7 +862,7 @@ void register_gpu_properties() {
       for (const std::uint8_t poison : kPoisons) {
         Bytes got;
         RC_ASSERT(quant_gpu(p, poison, &got).ok());
-        RC_ASSERT(got == quant_cpu(p, poison));
+        RC_ASSERT(got == quant_cpu(p, poison, kernels::mla_tile_recipe(p.cache.desc())));
       }
     });
     add_gpu_large(base, [layout](std::uint32_t seed) -> std::string {
@@ -766,7 +873,7 @@ void register_gpu_properties() {
       p.x = make_tokens(p.tokens * p.cache.desc().dims(), seed);
       Bytes got;
       const std::string e = quant_gpu(p, 0xFF, &got).message();
-      return !e.empty() ? e : (got == quant_cpu(p, 0xFF) ? "" : "2^17-token cache differs from the CPU twin");
+      return !e.empty() ? e : (got == quant_cpu(p, 0xFF, kernels::mla_tile_recipe(p.cache.desc())) ? "" : "2^17-token cache differs from the CPU twin");
     });
   }
   for (const MlaLayoutId layout : kernels::kMlaLayoutIds) {
@@ -808,7 +915,7 @@ void register_gpu_properties() {
     for (std::int64_t i = 0; i < p.tokens; ++i) {
       const std::int64_t slot = p.slots[static_cast<std::size_t>(i)];
       if (slot >= 0 && slot < p.cache.slots())
-        kernels::mla_quantize_token(p.cache, p.x.data(), i, want.data(), slot);
+        kernels::mla_quantize_token(p.cache, kernels::mla_tile_recipe(p.cache.desc()), p.x.data(), i, want.data(), slot);
     }
     RC_ASSERT(quant_gpu(p, 0xFF, &got).ok());
     RC_ASSERT(got == want);

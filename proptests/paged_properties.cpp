@@ -31,10 +31,6 @@ using kernels::ScaleSwizzle;
 
 constexpr std::uint8_t kPoisonA = 0xA5, kPoisonB = 0x5A;
 
-const char* name_of(KvOrder o) { return o == KvOrder::nhd ? "NHD" : "HND"; }
-const char* name_of(ScaleSwizzle s) {
-  return s == ScaleSwizzle::none ? "no swizzle" : (s == ScaleSwizzle::v_only ? "V swizzled" : "K and V swizzled");
-}
 
 struct PagedProblem {
   kernels::PagedStoreShape shape;
@@ -45,7 +41,7 @@ struct PagedProblem {
 
 void showValue(const PagedProblem& p, std::ostream& os) {
   const PagedKvLayout& L = p.shape.layout;
-  os << (L.format == PagedFormat::fp8 ? "FP8 " : "NVFP4 ") << name_of(L.order) << ", " << name_of(L.swizzle)
+  os << (L.format == PagedFormat::fp8 ? "FP8 " : "NVFP4 ") << kernels::name_of(L.order) << ", scale swizzle " << kernels::name_of(L.swizzle)
      << ", num_blocks " << L.num_blocks << ", block_size " << L.block_size << ", heads " << L.heads << ", D "
      << L.head_dim << ", T " << p.shape.tokens << ", strides " << p.shape.key_stride << "/" << p.shape.value_stride
      << ", " << kernels::name_of(p.shape.input)
@@ -333,7 +329,7 @@ void register_store_properties() {
             const std::string diff =
                 first_difference(q.shape.layout, run_twin(q, kPoisonA),
                                  relayout(reference, p.shape.layout, q.shape.layout, kPoisonA));
-            if (!diff.empty()) RC_FAIL(std::string(name_of(order)) + ", " + name_of(swz) + ": " + diff);
+            if (!diff.empty()) RC_FAIL(std::string(kernels::name_of(order)) + ", scale swizzle " + kernels::name_of(swz) + ": " + diff);
           }
       });
     });
@@ -363,7 +359,7 @@ rc::Gen<LayoutCase> gen_layout() {
 
 void showValue(const LayoutCase& c, std::ostream& os) {
   const PagedKvLayout& L = c.layout;
-  os << (L.format == PagedFormat::fp8 ? "FP8 " : "NVFP4 ") << name_of(L.order) << ", " << name_of(L.swizzle)
+  os << (L.format == PagedFormat::fp8 ? "FP8 " : "NVFP4 ") << kernels::name_of(L.order) << ", scale swizzle " << kernels::name_of(L.swizzle)
      << ", num_blocks " << L.num_blocks << ", block_size " << L.block_size << ", heads " << L.heads << ", D " << L.head_dim;
 }
 

@@ -11,7 +11,11 @@ uint8.
          global_scale=gs, global_scale_role="input")
 
 `python3 kvq_dump.py --demo DIR [--ties-up]` writes a worked example: a small NVFP4 "port"
-written in numpy float32 arithmetic, its input and outputs (docs/ports.md walks through it).
+written in numpy float32 arithmetic, its input and outputs (docs/ports.md walks through it);
+`--paged-demo DIR [--stray]` a numpy FP8 paged store, `--rope-demo DIR [--gptj]` a numpy
+rope_quantize_fp8, `--mla-demo DIR [--fp32-tile-scales]` a numpy 656-byte MLA writer,
+`--requant-demo DIR [--drop-k-scale]` a numpy 576 -> 656 conversion, `--workspace-demo DIR
+[--sglang-rounding]` a numpy NVFP4 page -> E4M3 prefill workspace.
 """
 import argparse
 import json
@@ -140,15 +144,17 @@ def dump_paged_store(inputs_dir, outputs_dir, key, value, slot_mapping, k_scale,
     return manifest
 
 
-def dump_mla_cache(inputs_dir, outputs_dir, k, k_cache, layout, block_size, slot_mapping=None, poison=None):
+def dump_mla_cache(inputs_dir, outputs_dir, k, k_cache, layout, block_size, slot_mapping=None, poison=None,
+                   tile_recipe=None):
     """An MLA cache writer's call (docs/ports.md "MLA caches"): k (BF16 [tokens, dims of the layout]),
     slot_mapping (int32/int64; None: token i at slot i), the cache as written (uint8 bytes), the
     layout's name (`kvq layouts`: fp8_nope_with_block_scale_bf16_rope, model1_fp8_sparse) and
-    block_size (tokens a block); poison: the byte the cache held before the call. Returns the manifest."""
+    block_size (tokens a block); poison: the byte the cache held before the call; tile_recipe: the
+    recipe the writer applies to each tile (None: the layout's own). Returns the manifest."""
     ka, kdt = to_numpy(k)
     tensors = {"k": {"file": _save(inputs_dir, "k.npy", ka)}}
-    if kdt:
-        tensors["k"]["dtype"] = kdt
+    if kdt or ka.dtype == np.uint16:  # BF16 tensors, or their bits (the writers take BF16)
+        tensors["k"]["dtype"] = kdt or "bfloat16"
     if slot_mapping is not None:
         sa, _ = to_numpy(slot_mapping)
         tensors["slot_mapping"] = {"file": _save(inputs_dir, "slot_mapping.npy", sa)}
@@ -158,6 +164,66 @@ def dump_mla_cache(inputs_dir, outputs_dir, k, k_cache, layout, block_size, slot
         tensors["k_cache"]["poison"] = "0x%02X" % int(poison)
     manifest = {"kvq_port_manifest": 1, "kind": "mla-cache", "tensors": tensors,
                 "parameters": {"layout": layout, "block_size": int(block_size)}}
+    if tile_recipe is not None:
+        manifest["parameters"]["tile_recipe"] = tile_recipe
+    os.makedirs(outputs_dir, exist_ok=True)
+    with open(os.path.join(outputs_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+        f.write("\n")
+    return manifest
+
+
+def dump_mla_requant(inputs_dir, outputs_dir, src_cache, dst_cache, k_scale, block_size, k_scale_use=None,
+                     poison=None):
+    """A 576 -> 656 MLA cache conversion (docs/ports.md "MLA requantize"): the source cache (uint8,
+    whole blocks of 576-byte records), the converted cache as written (656-byte records), the
+    source's decode scale k_scale, block_size (tokens a block); k_scale_use "fold-k-scale" or
+    "drop-k-scale" (None: kvq's fold); poison: the byte dst_cache held before the call."""
+    sa, _ = to_numpy(src_cache)
+    da, _ = to_numpy(dst_cache)
+    tensors = {"src_cache": {"file": _save(inputs_dir, "src_cache.npy", sa.view(np.uint8))},
+               "dst_cache": {"file": _save(outputs_dir, "dst_cache.npy", da.view(np.uint8))},
+               "k_scale": {"bits": "0x%08x" % int(np.float32(k_scale).view(np.uint32))}}
+    if poison is not None:
+        tensors["dst_cache"]["poison"] = "0x%02X" % int(poison)
+    parameters = {"from": "fp8_nope_fp8_rope", "to": "fp8_nope_with_block_scale_bf16_rope", "block_size": int(block_size)}
+    if k_scale_use is not None:
+        parameters["k_scale_use"] = k_scale_use
+    return _write_manifest(outputs_dir, {"kvq_port_manifest": 1, "kind": "mla-requant", "tensors": tensors,
+                                         "parameters": parameters})
+
+
+def dump_workspace(inputs_dir, outputs_dir, kv_cache, block_tables, cu_seq_lens, k_scale, v_scale, k_workspace,
+                   v_workspace, k_workspace_scale=None, v_workspace_scale=None, rounding=None, poison=None):
+    """An NVFP4 paged cache -> E4M3 prefill workspace call (docs/ports.md "Workspaces"): kv_cache
+    (the vLLM NVFP4 page, uint8 [num_blocks, 2, block_size, heads, head_dim/2 + head_dim/16]),
+    block_tables [batch, max_blocks_per_seq] and cu_seq_lens [batch + 1] (int32/int64), the tensor
+    decode scales k_scale, v_scale (g), the workspaces as written (uint8 [rows, heads, head_dim]),
+    the workspace decode scales (None: 1, the factor is g), the rounding to check against (None:
+    kvq's "once"); poison: the byte the workspaces held before the call."""
+    tensors = {}
+    for role, t, d in (("kv_cache", kv_cache, inputs_dir), ("block_tables", block_tables, inputs_dir),
+                       ("cu_seq_lens", cu_seq_lens, inputs_dir), ("k_workspace", k_workspace, outputs_dir),
+                       ("v_workspace", v_workspace, outputs_dir)):
+        a, _ = to_numpy(t)
+        if role in ("kv_cache", "k_workspace", "v_workspace"):
+            a = a.view(np.uint8)
+        tensors[role] = {"file": _save(d, role + ".npy", a)}
+        if poison is not None and role.endswith("workspace"):
+            tensors[role]["poison"] = "0x%02X" % int(poison)
+    for role, v in (("k_scale", k_scale), ("v_scale", v_scale)):
+        tensors[role] = {"bits": "0x%08x" % int(np.float32(v).view(np.uint32))}
+    parameters = {}
+    for name, v in (("k_workspace_scale", k_workspace_scale), ("v_workspace_scale", v_workspace_scale)):
+        if v is not None:
+            parameters[name] = "0x%08x" % int(np.float32(v).view(np.uint32))
+    if rounding is not None:
+        parameters["rounding"] = rounding
+    return _write_manifest(outputs_dir, {"kvq_port_manifest": 1, "kind": "workspace", "tensors": tensors,
+                                         "parameters": parameters})
+
+
+def _write_manifest(outputs_dir, manifest):
     os.makedirs(outputs_dir, exist_ok=True)
     with open(os.path.join(outputs_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
@@ -289,6 +355,162 @@ def fp8_paged_numpy_port(key, value, slot_mapping, k_scale, v_scale, num_blocks,
     return caches
 
 
+# --- a prefill workspace in numpy: an NVFP4 page requantized to E4M3 (docs/ports.md "Workspaces") ----
+
+def _bf16_numpy(v):
+    """float32 -> the float32 value of its BF16 rounding (RNE; finite v)."""
+    b = np.asarray(v, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16 << 16).astype(np.uint32).view(np.float32)
+
+
+def workspace_numpy_port(kv_cache, g, factor, sglang):
+    """The workspace rows of one request whose pages are kv_cache's blocks in order, both sides:
+    E4M3 codes of element * scale * factor. sglang=False rounds the exact product once (float64:
+    a 2-bit x 4-bit x 24-bit product is exact) and saturates; sglang=True computes it in float32,
+    rounds to BF16 and casts like PyTorch (past 464: NaN, 0x7F with the sign)."""
+    blocks, _, bs, heads, full = kv_cache.shape
+    dim = full // 9 * 16
+    outs = []
+    for side in range(2):
+        page = kv_cache[:, side].reshape(blocks, -1)
+        data = page[:, :bs * heads * dim // 2].reshape(blocks * bs, heads, dim // 2)
+        scales = page[:, bs * heads * dim // 2:].reshape(blocks * bs, heads, dim // 16)
+        codes = np.stack([data & 0xF, data >> 4], axis=-1).reshape(blocks * bs, heads, dim)
+        v = E2M1_VALUES[codes & 7] * np.where(codes & 8, -1, 1)
+        sf = np.array([_e4m3_value(c & 0x7F) for c in range(256)])[np.repeat(scales, 16, axis=-1)]
+        if sglang:
+            p = _bf16_numpy((v.astype(np.float32) * sf.astype(np.float32)) * np.float32(factor[side])).astype(np.float64)
+        else:
+            p = v.astype(np.float64) * sf * np.float64(factor[side])
+        m = np.abs(p)
+        _, e = np.frexp(np.maximum(m, 2.0 ** -6))
+        step = np.ldexp(1.0, (e - 4).astype(np.int32))
+        q = np.minimum(np.round(m / step) * step, 448.0)  # RNE on the E4M3 grid, saturated
+        code = _e4m3_bytes(q.astype(np.float32)) | np.where(np.signbit(p), 0x80, 0).astype(np.uint8)
+        if sglang:
+            code = np.where(m > 464, code | 0x7F, code)
+        outs.append(code.astype(np.uint8))
+    return outs
+
+
+def workspace_demo(directory, sglang):
+    rng = np.random.default_rng(20261126)
+    blocks, bs, heads, dim = 2, 4, 2, 32
+    x = np.clip(rng.standard_normal((2 * blocks * bs, heads * dim)), -2.9, 2.9).astype(np.float32)
+    packed, scales, g = nvfp4_numpy_port(x)  # rows: K tokens, then V tokens
+    kv = np.zeros((blocks, 2, bs, heads, dim // 2 + dim // 16), dtype=np.uint8)
+    for side in range(2):
+        rows = slice(side * blocks * bs, (side + 1) * blocks * bs)
+        d = packed[rows].reshape(blocks, bs * heads * dim // 2)
+        s = scales[rows].reshape(blocks, bs * heads * dim // 16)
+        kv[:, side] = np.concatenate([d, s], axis=1).reshape(blocks, bs, heads, -1)
+    ws_scale = (np.float32(1), np.float32(2.0 ** -8))  # V past 448: saturated, or NaN under PyTorch's cast
+    factor = [np.float32(g / ws) for ws in ws_scale]
+    k_ws, v_ws = workspace_numpy_port(kv, g, factor, sglang)
+    tokens = blocks * bs
+    return dump_workspace(os.path.join(directory, "in"), os.path.join(directory, "out"), kv,
+                          np.arange(blocks, dtype=np.int32).reshape(1, blocks), np.array([0, tokens], dtype=np.int32),
+                          g, g, k_ws, v_ws, k_workspace_scale=ws_scale[0], v_workspace_scale=ws_scale[1], poison=0xA5)
+
+
+# --- FlashInfer's rope_quantize_fp8 in numpy (docs/ports.md "RoPE") ---------------------------------
+
+def rope_numpy_port(x, cos_sin, pos, scale, neox=True):
+    """x float32 [tokens, heads, rope_dim]: each pair rotated in float32 (x*c -+ x_p*s, every product
+    and sum rounded, no FMA), times scale, E4M3 codes. neox: pairs (j, j + rope_dim/2), else (2f, 2f+1)."""
+    h = x.shape[-1] // 2
+    c = cos_sin[pos, :h][:, None, :].astype(np.float32)
+    s = cos_sin[pos, h:][:, None, :].astype(np.float32)
+    first, second = (x[..., :h], x[..., h:]) if neox else (x[..., 0::2], x[..., 1::2])
+    o1 = first * c - second * s
+    o2 = second * c + first * s
+    o = np.concatenate([o1, o2], axis=-1) if neox else np.stack([o1, o2], axis=-1).reshape(x.shape)
+    return e4m3_numpy((o * np.float32(scale)).astype(np.float32))
+
+
+def rope_demo(directory, gptj):
+    rng = np.random.default_rng(20261126)
+    tokens, q_heads, k_heads, dim, max_pos = 5, 4, 2, 64, 4096
+    inv_freq = 1.0 / (10000.0 ** (np.arange(0, dim, 2) / dim))
+    angles = np.arange(max_pos)[:, None] * inv_freq[None, :]
+    cos_sin = np.concatenate([np.cos(angles), np.sin(angles)], axis=1).astype(np.float32)
+    pos = np.array([0, 7, 1000, 2047, 4095], dtype=np.int64)
+    q = (rng.standard_normal((tokens, q_heads, dim)) * 4).astype(np.float32)
+    k = (rng.standard_normal((tokens, k_heads, dim)) * 4).astype(np.float32)
+    scale_q, scale_kv = np.float32(8), np.float32(0.5)
+    q_out = rope_numpy_port(q, cos_sin, pos, scale_q, neox=not gptj)
+    k_out = rope_numpy_port(k, cos_sin, pos, scale_kv, neox=not gptj)
+    return dump_rope(os.path.join(directory, "in"), os.path.join(directory, "out"), "rope-quantize",
+                     dict(q_rope=q, k_rope=k, cos_sin_cache=cos_sin, pos_ids=pos, q_rope_out=q_out, k_rope_out=k_out),
+                     is_neox=True, quant_scale_q=scale_q, quant_scale_kv=scale_kv)
+
+
+# --- MLA caches in numpy: the 656-byte record writer and the 576 -> 656 conversion (docs/ports.md) ---
+
+def _bf16_bits(v):
+    """float32 values exactly representable in BF16 -> their BF16 bits."""
+    return (np.asarray(v, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def mla_656_numpy_port(k_bf16, fp32_tile_scales=False):
+    """k: BF16 bits [tokens, 576] -> 656-byte records, token i at slot i. Each 128-dim tile: FlashMLA's
+    rule (mla-fp8-tile128), scale 2^ceil(log2(max(amax / 448, 1e-4))) (float32 division) and codes
+    e4m3(x * 2^-e); or, fp32_tile_scales, the scale amax / 448 itself and codes e4m3(x * (1 / s))
+    (IEEE division, nonzero tiles; SGLang's writer divides as Triton does)."""
+    x = (k_bf16.astype(np.uint32) << 16).view(np.float32)
+    tokens = x.shape[0]
+    rec = np.zeros((tokens, 656), dtype=np.uint8)
+    for t in range(4):
+        tile = x[:, 128 * t:128 * (t + 1)]
+        ratio = (np.max(np.abs(tile), axis=1) / np.float32(448)).astype(np.float32)
+        if fp32_tile_scales:
+            scale = ratio
+            codes = e4m3_numpy(tile * (np.float32(1) / scale)[:, None])
+        else:
+            m, e = np.frexp(np.maximum(ratio, np.float32(1e-4)))
+            e = np.where(m == 0.5, e - 1, e)  # ceil(log2): a power of two is its own
+            scale = np.ldexp(np.float32(1), e.astype(np.int32)).astype(np.float32)
+            codes = e4m3_numpy(tile * np.ldexp(np.float32(1), -e.astype(np.int32))[:, None].astype(np.float32))
+        rec[:, 128 * t:128 * (t + 1)] = codes
+        rec[:, 512 + 4 * t:516 + 4 * t] = scale.astype(np.float32).view(np.uint8).reshape(tokens, 4)
+    rec[:, 528:] = k_bf16[:, 512:].astype(np.uint16).view(np.uint8).reshape(tokens, 128)
+    return rec
+
+
+def mla_demo(directory, fp32_tile_scales):
+    rng = np.random.default_rng(20261126)
+    tokens, block_size = 6, 4
+    x = (rng.standard_normal((tokens, 576)) * np.array([0.01, 1, 30, 500])[rng.integers(0, 4, tokens)][:, None])
+    k = _bf16_bits(_bf16_numpy(x.astype(np.float32)))
+    slots = np.array([5, 0, -1, 2, 7, 3], dtype=np.int64)  # a padding token; slots 1, 4, 6 no token's
+    cache = np.full((2 * block_size, 656), 0xA5, dtype=np.uint8)
+    records = mla_656_numpy_port(k, fp32_tile_scales)
+    for i, s in enumerate(slots):
+        if s >= 0:
+            cache[s] = records[i]
+    return dump_mla_cache(os.path.join(directory, "in"), os.path.join(directory, "out"), k,
+                          cache.reshape(2, block_size, 656), "fp8_nope_with_block_scale_bf16_rope", block_size,
+                          slot_mapping=slots, poison=0xA5, tile_recipe="mla-fp8-tile128")
+
+
+def mla_requant_demo(directory, drop_k_scale):
+    """A 576-byte cache (random nope bytes, finite E4M3 rope codes) converted in numpy with k_scale
+    0.5 folded into the tile scales (rope BF16 of code * 0.5: exact), or dropped (scales 1.0)."""
+    rng = np.random.default_rng(20261126)
+    blocks, block_size, k_scale = 2, 4, np.float32(0.5)
+    src = rng.integers(0, 256, (blocks * block_size, 576)).astype(np.uint8)
+    src[:, 512:] = np.where((src[:, 512:] & 0x7F) == 0x7F, 0x38, src[:, 512:])  # no NaN rope codes
+    rope = np.array([_e4m3_value(c & 0x7F) * (-1 if c & 0x80 else 1) for c in range(256)], dtype=np.float32)[src[:, 512:]]
+    scale = np.float32(1) if drop_k_scale else k_scale
+    dst = np.zeros((blocks * block_size, 656), dtype=np.uint8)
+    dst[:, :512] = src[:, :512]
+    dst[:, 512:528] = np.tile(np.full(4, scale, dtype=np.float32).view(np.uint8), (blocks * block_size, 1))
+    dst[:, 528:] = _bf16_bits(rope * scale).view(np.uint8).reshape(blocks * block_size, 128)
+    return dump_mla_requant(os.path.join(directory, "in"), os.path.join(directory, "out"),
+                            src.reshape(blocks, block_size, 576), dst.reshape(blocks, block_size, 656), k_scale,
+                            block_size, poison=0xA5)
+
+
 def paged_demo(directory, stray):
     rng = np.random.default_rng(20261126)
     tokens, heads, dim, blocks, block_size = 6, 2, 32, 3, 4
@@ -308,10 +530,28 @@ if __name__ == "__main__":
     parser.add_argument("--ties-up", action="store_true", help="the example port rounds ties away from zero")
     parser.add_argument("--paged-demo", metavar="DIR", help="write the numpy FP8 paged store under DIR/in, DIR/out")
     parser.add_argument("--stray", action="store_true", help="the paged store also writes a byte outside its slots")
+    parser.add_argument("--rope-demo", metavar="DIR", help="write the numpy rope_quantize_fp8 under DIR/in, DIR/out")
+    parser.add_argument("--gptj", action="store_true", help="the RoPE port pairs GPT-J style though the call says NeoX")
+    parser.add_argument("--mla-demo", metavar="DIR", help="write the numpy 656-byte MLA writer under DIR/in, DIR/out")
+    parser.add_argument("--fp32-tile-scales", action="store_true", help="the MLA writer stores amax/448 tile scales")
+    parser.add_argument("--requant-demo", metavar="DIR", help="write the numpy 576 -> 656 conversion under DIR/in, DIR/out")
+    parser.add_argument("--drop-k-scale", action="store_true", help="the conversion drops k_scale (tile scales 1.0)")
+    parser.add_argument("--workspace-demo", metavar="DIR", help="write the numpy NVFP4 -> E4M3 workspace under DIR/in, DIR/out")
+    parser.add_argument("--sglang-rounding", action="store_true",
+                        help="the workspace rounds as SGLang's: FP32 products, BF16, PyTorch's non-saturating cast")
     args = parser.parse_args()
-    if bool(args.demo) == bool(args.paged_demo):
-        parser.error("give --demo DIR or --paged-demo DIR")
+    demos = (args.demo, args.paged_demo, args.rope_demo, args.mla_demo, args.requant_demo, args.workspace_demo)
+    if sum(bool(d) for d in demos) != 1:
+        parser.error("give one of --demo, --paged-demo, --rope-demo, --mla-demo, --requant-demo, --workspace-demo DIR")
     if args.demo:
         print(json.dumps(demo(args.demo, args.ties_up), indent=2))
-    else:
+    elif args.paged_demo:
         print(json.dumps(paged_demo(args.paged_demo, args.stray), indent=2))
+    elif args.rope_demo:
+        print(json.dumps(rope_demo(args.rope_demo, args.gptj), indent=2))
+    elif args.mla_demo:
+        print(json.dumps(mla_demo(args.mla_demo, args.fp32_tile_scales), indent=2))
+    elif args.requant_demo:
+        print(json.dumps(mla_requant_demo(args.requant_demo, args.drop_k_scale), indent=2))
+    else:
+        print(json.dumps(workspace_demo(args.workspace_demo, args.sglang_rounding), indent=2))

@@ -20,7 +20,7 @@ struct MutantBugs {
   float dequantize_g_factor = 1.0f;     // its dequantize multiplies the given g by this (factor-6 mismatch)
   bool swap_nibbles = false;            // element 2i packed in the high nibble
   DecodeBug decode = DecodeBug::none;
-  bool workspace_through_fp32 = false;  // the E4M3 workspace rounds element*scale*factor to FP32 first
+  WorkspaceRounding workspace{};         // the E4M3 workspace's rounding (formats/recipes.hpp), if not kvq's
 };
 
 // 0x7F / 0xFF as the 480 an unchecked exponent-and-mantissa decode gives.
@@ -38,11 +38,6 @@ KVQ_HD inline float mutant_value(const Recipe& r, const MutantBugs& b, float g, 
   return scale == 0xFF ? float_from_bits(kCanonicalNanBits) : element * pow2_float(static_cast<int>(scale) - 127);
 }
 
-// One workspace code with the product rounded to FP32 before the E4M3 cast (double rounding).
-KVQ_HD inline std::uint8_t mutant_workspace(const Recipe& r, std::uint8_t scale, std::uint8_t code, float factor) {
-  const float value = dequantize_element(r, 1.0f, scale, code);  // element * scale in FP32 (exact here)
-  return e4m3_satfinite_fast(value * factor);
-}
 
 KVQ_HD inline std::uint8_t swapped_nibbles(std::uint8_t b) { return static_cast<std::uint8_t>(b << 4 | b >> 4); }
 
@@ -59,8 +54,8 @@ namespace device {
 Status swap_nibbles(std::uint8_t* codes, std::int64_t bytes, void* stream);
 Status dequantize(const kernels::QuantizeShape& s, const MutantBugs& b, const std::uint8_t* codes,
                   const std::uint8_t* scales, float g, kernels::DType output, void* y, void* stream);
-Status requantize_e4m3(const kernels::QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
-                       float factor, std::uint8_t* out, void* stream);
+Status requantize_e4m3(const kernels::QuantizeShape& s, WorkspaceRounding w, const std::uint8_t* codes,
+                       const std::uint8_t* scales, float factor, std::uint8_t* out, void* stream);
 }  // namespace device
 
 }  // namespace kvq::ports

@@ -22,7 +22,10 @@ std::vector<Mutant> build() {
   all.push_back(mutant("nvfp4-double-rounding-bf16", "double rounding through bf16", "nvfp4",
                        [](Mutant& m) { m.quantize_recipe.element_input_bf16 = true; }));
   all.push_back(mutant("nvfp4-workspace-through-fp32", "double rounding through float (from the exact product)", "nvfp4",
-                       [](Mutant& m) { m.bugs.workspace_through_fp32 = true; }));
+                       [](Mutant& m) { m.bugs.workspace.fp32_products = true; }));
+  all.push_back(mutant("nvfp4-workspace-sglang-rounding",
+                       "workspace rounded three times: FP32 products, BF16, a non-saturating cast (SGLang's)", "nvfp4",
+                       [](Mutant& m) { m.bugs.workspace = {true, true, false}; }));
   all.push_back(mutant("nvfp4-reciprocal-for-divide", "reciprocal-multiply vs divide changing codes", "nvfp4",
                        [](Mutant& m) { m.quantize_recipe.apply = Apply::multiply_reciprocal; }));
   all.push_back(mutant("fp8-tensor-reciprocal-for-divide", "reciprocal-multiply vs divide changing codes",
@@ -142,15 +145,15 @@ PortKernel mutant_kernel(const Mutant& m) {
     }
     return Status();
   };
-  if (b.workspace_through_fp32)
-    k.requantize_e4m3 = [m](const QuantizeShape& shape, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
+  if (!b.workspace.reference())
+    k.requantize_e4m3 = [m, b](const QuantizeShape& shape, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
                             std::uint8_t* out) {
       const QuantizeShape s = with_recipe(shape, m.dequantize_recipe);
       if (auto e = kernels::validate(s); !e.ok()) return e;
       for (std::int64_t i = 0; i < s.rows * s.cols; ++i) {
         std::uint8_t code, scale;
         code_and_scale(s, codes, scales, i, &code, &scale);
-        out[i] = mutant_workspace(s.recipe, scale, code, factor);
+        out[i] = requantize_e4m3_rounded(s.recipe, scale, code, factor, b.workspace);
       }
       return Status();
     };
@@ -197,8 +200,8 @@ PortKernel device_mutant_kernel(const Mutant& m) {
     const kernels::DeviceCopy dout(nullptr, static_cast<std::size_t>(s.rows * s.cols), true);
     Status e = first_error({dc.error, ds.error, dout.error});
     if (e.ok())
-      e = b.workspace_through_fp32
-              ? device::requantize_e4m3(s, dc.bytes_ptr(), ds.bytes_ptr(), factor, dout.bytes_ptr(), nullptr)
+      e = !b.workspace.reference()
+              ? device::requantize_e4m3(s, b.workspace, dc.bytes_ptr(), ds.bytes_ptr(), factor, dout.bytes_ptr(), nullptr)
               : kernels::device::requantize_e4m3(s, dc.bytes_ptr(), ds.bytes_ptr(), factor, dout.bytes_ptr(), nullptr);
     if (e.ok()) e = kernels::device::synchronize();
     if (e.ok()) e = dout.fetch(out, "workspace");

@@ -36,13 +36,13 @@ __global__ void dequantize_kernel(kernels::QuantizeShape s, MutantBugs b, const 
   }
 }
 
-__global__ void requantize_kernel(kernels::QuantizeShape s, const std::uint8_t* codes, const std::uint8_t* scales,
-                                  float factor, std::uint8_t* out) {
+__global__ void requantize_kernel(kernels::QuantizeShape s, WorkspaceRounding w, const std::uint8_t* codes,
+                                  const std::uint8_t* scales, float factor, std::uint8_t* out) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < s.rows * s.cols;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     std::uint8_t code, scale;
     code_and_scale(s, codes, scales, i, &code, &scale);
-    out[i] = mutant_workspace(s.recipe, scale, code, factor);
+    out[i] = requantize_e4m3_rounded(s.recipe, scale, code, factor, w);
   }
 }
 
@@ -61,10 +61,10 @@ Status dequantize(const kernels::QuantizeShape& s, const MutantBugs& b, const st
   return status();
 }
 
-Status requantize_e4m3(const kernels::QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
-                       float factor, std::uint8_t* out, void* stream) {
+Status requantize_e4m3(const kernels::QuantizeShape& s, WorkspaceRounding w, const std::uint8_t* codes,
+                       const std::uint8_t* scales, float factor, std::uint8_t* out, void* stream) {
   if (auto e = kernels::validate(s); !e.ok()) return e;
-  requantize_kernel<<<blocks_for(s.rows * s.cols), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales,
+  requantize_kernel<<<blocks_for(s.rows * s.cols), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, w, codes, scales,
                                                                                                        factor, out);
   return status();
 }

@@ -8,8 +8,8 @@ Status dequantize(const kernels::QuantizeShape&, const MutantBugs&, const std::u
                   kernels::DType, void*, void*) {
   return "built without CUDA";
 }
-Status requantize_e4m3(const kernels::QuantizeShape&, const std::uint8_t*, const std::uint8_t*, float, std::uint8_t*,
-                       void*) {
+Status requantize_e4m3(const kernels::QuantizeShape&, WorkspaceRounding, const std::uint8_t*, const std::uint8_t*, float,
+                       std::uint8_t*, void*) {
   return "built without CUDA";
 }
 

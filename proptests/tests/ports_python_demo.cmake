@@ -34,3 +34,35 @@ execute_process(COMMAND ${KVQ} verify fp8-e4m3-tensor --inputs ${WORK}/paged/in 
 if(NOT status EQUAL 1 OR NOT out MATCHES "1 changed outside them")
   message(FATAL_ERROR "a stray write outside the slots should fail: exit ${status}\n${out}")
 endif()
+# The other kinds in numpy: bit-exact under kvq's model; with the port's bug it mismatches (exit 1)
+# and kvq identify names what the port does. Each entry: demo flag; bug flag; kvq verify's
+# argument; the line identify must print.
+foreach(demo "rope-demo;gptj;rope-quantize;exact: this port follows GPT-J pairs, no FMA\n"
+             "mla-demo;fp32-tile-scales;mla-cache;exact: this writer follows fp8-e4m3-tensor-rcp\n"
+             "requant-demo;drop-k-scale;mla-requant;exact: this requantizer follows drop-k-scale\n"
+             "workspace-demo;sglang-rounding;workspace;exact: this workspace rounds fp32-products\\+via-bf16\\+nonsaturating\n")
+  list(GET demo 0 flag)
+  list(GET demo 1 bug)
+  list(GET demo 2 kind)
+  list(GET demo 3 named)
+  execute_process(COMMAND ${PYTHON} ${DUMP} --${flag} ${WORK}/${flag} RESULT_VARIABLE status OUTPUT_QUIET ERROR_VARIABLE err)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "kvq_dump.py --${flag}: ${err}")
+  endif()
+  execute_process(COMMAND ${KVQ} verify ${kind} --inputs ${WORK}/${flag}/in --outputs ${WORK}/${flag}/out
+                  RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT status EQUAL 0 OR NOT out MATCHES "BIT-EXACT")
+    message(FATAL_ERROR "numpy ${kind} should be bit-exact: exit ${status}\n${out}\n${err}")
+  endif()
+  execute_process(COMMAND ${PYTHON} ${DUMP} --${flag} ${WORK}/${flag} --${bug} RESULT_VARIABLE status OUTPUT_QUIET)
+  execute_process(COMMAND ${KVQ} verify ${kind} --inputs ${WORK}/${flag}/in --outputs ${WORK}/${flag}/out
+                  RESULT_VARIABLE status OUTPUT_VARIABLE out)
+  if(NOT status EQUAL 1 OR NOT out MATCHES "MISMATCH")
+    message(FATAL_ERROR "the ${bug} port should mismatch: exit ${status}\n${out}")
+  endif()
+  execute_process(COMMAND ${KVQ} identify --inputs ${WORK}/${flag}/in --outputs ${WORK}/${flag}/out
+                  RESULT_VARIABLE status OUTPUT_VARIABLE out)
+  if(NOT status EQUAL 0 OR NOT out MATCHES "${named}")
+    message(FATAL_ERROR "identify should name the ${bug} port: exit ${status}\n${out}")
+  endif()
+endforeach()

@@ -209,3 +209,84 @@ TEST_CASE("ports-paged: an NVFP4 page's changed scale byte is located through th
   CHECK(r.out.find("kv_cache byte " + std::to_string(off) + ": page 2, position 7 (slot 23); V of token 3, head 1, block scale 1:") !=
         std::string::npos);
 }
+
+// A port that writes HND where its manifest says NHD: two heads of 16 dims, two pages of two
+// slots; token 0 (head 0 all 1.0, head 1 all 0.5, k_scale = v_scale = 1) goes to slot 1 = page 0,
+// position 1. HND puts head h of that position at byte (h * 2 + 1) * 16 (NHD: (1 * 2 + h) * 16):
+// codes 0x38 (1.0) at 16..31 and 0x30 (0.5) at 48..63.
+TEST_CASE("ports-paged: identify names the layout a port wrote (HND under an NHD manifest)") {
+  const fs::path dir = fs::temp_directory_path() / "kvq-ports-paged-test-hnd";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "out");
+  NpyArray kv{"<u2", {1, 2, 16}, std::vector<std::uint8_t>(2 * 16 * 2)};
+  for (int i = 0; i < 32; ++i) kv.bytes[2 * i] = i < 16 ? 0x80 : 0x00, kv.bytes[2 * i + 1] = 0x3f;  // 1.0 = 0x3f80, 0.5 = 0x3f00
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "key.npy").string(), kv).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "value.npy").string(), kv).empty());
+  NpyArray slots{"<i8", {1}, std::vector<std::uint8_t>(8, 0)};
+  slots.bytes[0] = 1;
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "slot_mapping.npy").string(), slots).empty());
+  std::vector<std::uint8_t> cache(2 * 2 * 2 * 16, kPoison);
+  for (int i = 0; i < 16; ++i) cache[16 + i] = 0x38, cache[48 + i] = 0x30;
+  for (const char* name : {"key_cache.npy", "value_cache.npy"})
+    REQUIRE(kvq::cli::write_npy((dir / "out" / name).string(), NpyArray{"|u1", {2, 2, 2, 16}, cache}).empty());
+  std::ofstream((dir / "out" / "manifest.json").string())
+      << "{\"kind\": \"paged-store\", \"tensors\": {"
+         "\"key\": {\"file\": \"key.npy\", \"dtype\": \"bfloat16\"}, \"value\": {\"file\": \"value.npy\", \"dtype\": \"bfloat16\"},"
+         "\"slot_mapping\": {\"file\": \"slot_mapping.npy\"},"
+         "\"key_cache\": {\"file\": \"key_cache.npy\", \"poison\": \"0xA5\"}, \"value_cache\": {\"file\": \"value_cache.npy\", "
+         "\"poison\": \"0xA5\"}, \"k_scale\": {\"bits\": \"0x3f800000\"}, \"v_scale\": {\"bits\": \"0x3f800000\"}},"
+         "\"layout\": {\"kv_layout\": \"NHD\"}}\n";
+  Run r = run(kvq::cli::verify_command, verify_args(dir));
+  CHECK(r.status == 1);
+  r = run(kvq::cli::identify_command, {"--inputs", (dir / "in").string(), "--outputs", (dir / "out").string()});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("exact: this port follows fp8-e4m3-tensor (HND)\n") != std::string::npos);
+  CHECK(r.out.find("exact: this port follows fp8-e4m3-tensor\n") == std::string::npos);
+}
+
+// SGLang's NVFP4 pool (four buffers, one page of block_size = slots): two slots, one head of 16
+// dims; token 0 (key and value all 6.0, g = 1 for K and V) goes to slot 1. nvfp4 by hand: bmax 6,
+// sf = E4M3(6 / 6 / 1) = 1.0 (0x38), elements 6 / 1 = 6 (E2M1 0x7): data bytes 0x77, scale 0x38.
+namespace {
+fs::path pool_dump(const std::string& name, std::uint8_t k_scale_byte) {
+  const fs::path dir = fs::temp_directory_path() / ("kvq-ports-paged-test-pool-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "out");
+  NpyArray kv{"<u2", {1, 1, 16}, std::vector<std::uint8_t>(32)};
+  for (int i = 0; i < 16; ++i) kv.bytes[2 * i] = 0xC0, kv.bytes[2 * i + 1] = 0x40;  // BF16 6.0 = 0x40c0
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "key.npy").string(), kv).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "value.npy").string(), kv).empty());
+  NpyArray slots{"<i4", {1}, std::vector<std::uint8_t>(4, 0)};
+  slots.bytes[0] = 1;
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "slot_mapping.npy").string(), slots).empty());
+  std::vector<std::uint8_t> data(2 * 8, kPoison), scale(2, kPoison);
+  for (int i = 8; i < 16; ++i) data[i] = 0x77;
+  scale[1] = 0x38;
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "k_buffer.npy").string(), NpyArray{"|u1", {2, 1, 8}, data}).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "v_buffer.npy").string(), NpyArray{"|u1", {2, 1, 8}, data}).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "v_scale_buffer.npy").string(), NpyArray{"|u1", {2, 1, 1}, scale}).empty());
+  scale[1] = k_scale_byte;
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "k_scale_buffer.npy").string(), NpyArray{"|u1", {2, 1, 1}, scale}).empty());
+  std::ofstream((dir / "out" / "manifest.json").string())
+      << "{\"kind\": \"paged-store\", \"tensors\": {"
+         "\"key\": {\"file\": \"key.npy\", \"dtype\": \"bfloat16\"}, \"value\": {\"file\": \"value.npy\", \"dtype\": \"bfloat16\"},"
+         "\"slot_mapping\": {\"file\": \"slot_mapping.npy\"},"
+         "\"k_buffer\": {\"file\": \"k_buffer.npy\", \"poison\": \"0xA5\"}, \"k_scale_buffer\": {\"file\": \"k_scale_buffer.npy\", "
+         "\"poison\": \"0xA5\"}, \"v_buffer\": {\"file\": \"v_buffer.npy\", \"poison\": \"0xA5\"}, "
+         "\"v_scale_buffer\": {\"file\": \"v_scale_buffer.npy\", \"poison\": \"0xA5\"},"
+         "\"k_scale\": {\"bits\": \"0x3f800000\"}, \"v_scale\": {\"bits\": \"0x3f800000\"}}}\n";
+  return dir;
+}
+}  // namespace
+
+TEST_CASE("ports-paged: SGLang's NVFP4 pool buffers (worked out by hand) verify as one page; differences name the buffer") {
+  Run r = run(kvq::cli::verify_command, verify_args(pool_dump("exact", 0x38), "nvfp4"));
+  CHECK(r.status == 0);
+  CHECK(r.out.find("the pool (k_buffer | k_scale_buffer | v_buffer | v_scale_buffer): every one of 36 bytes") != std::string::npos);
+  r = run(kvq::cli::verify_command, verify_args(pool_dump("wrong-scale", 0x39), "nvfp4"));
+  CHECK(r.status == 1);
+  CHECK(r.out.find("k_scale_buffer byte 1: page 0, position 1 (slot 1); K of token 0, head 0, block scale 0") != std::string::npos);
+  CHECK(run(kvq::cli::verify_command, verify_args(pool_dump("fp8", 0x38), "fp8-e4m3-tensor")).status == 2);
+}

@@ -1,5 +1,4 @@
-// kvq verify / kvq identify for the kinds rope-quantize and rope-append (docs/ports.md "RoPE"), and
-// kvq verify for mla-cache (at the end):
+// kvq verify / kvq identify for the kinds rope-quantize and rope-append (docs/ports.md "RoPE"):
 // calls whose outputs are written here by hand from the rotation worked out on paper and the E4M3
 // table, then broken: a wrong element, a padding token's slot written, a byte no element addresses.
 //
@@ -159,60 +158,4 @@ TEST_CASE("ports-rope: identify names the arithmetic; bad input exits 2 naming t
   r = run(kvq::cli::verify_command, io("rope-quantize", dir));
   CHECK(r.status == 2);
   CHECK(r.err.find("pos_ids[0] = 1 is outside the cos_sin_cache's 1 rows") != std::string::npos);
-}
-
-// kind mla-cache, the 656-byte record (docs/layouts.md) worked out by hand: a token of 576 BF16
-// ones (0x3f80). Each 128-dim tile's max is 1: scale 2^ceil(log2(1/448)) = 2^-8 (FP32 0x3b800000),
-// elements 1 / 2^-8 = 256 = E4M3 0x78; the 64 rope dims copied. Two blocks of two slots, the token
-// at slot 3, a padding token; every other byte keeps the poison 0xA5.
-namespace {
-std::vector<std::uint8_t> record_656_of_ones() {
-  std::vector<std::uint8_t> r(656, 0x78);
-  for (int t = 0; t < 4; ++t) r[512 + 4 * t] = 0x00, r[513 + 4 * t] = 0x00, r[514 + 4 * t] = 0x80, r[515 + 4 * t] = 0x3b;
-  for (int i = 0; i < 64; ++i) r[528 + 2 * i] = 0x80, r[529 + 2 * i] = 0x3f;
-  return r;
-}
-fs::path mla_dump(const std::string& name, const std::vector<std::uint8_t>& cache) {
-  const fs::path dir = fs::temp_directory_path() / ("kvq-ports-mla-test-" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir / "in");
-  fs::create_directories(dir / "out");
-  NpyArray k{"<u2", {2, 576}, std::vector<std::uint8_t>(2 * 576 * 2)};
-  for (std::size_t i = 0; i < k.bytes.size(); i += 2) k.bytes[i] = 0x80, k.bytes[i + 1] = 0x3f;
-  save(dir / "in" / "k.npy", k);
-  NpyArray slots{"<i8", {2}, std::vector<std::uint8_t>(16)};
-  const std::int64_t s[2] = {3, -1};
-  std::memcpy(slots.bytes.data(), s, 16);
-  save(dir / "in" / "slot_mapping.npy", slots);
-  save(dir / "out" / "k_cache.npy", NpyArray{"|u1", {2, 2 * 656}, cache});
-  std::ofstream((dir / "out" / "manifest.json").string())
-      << "{\"kind\": \"mla-cache\", \"tensors\": {\"k\": {\"file\": \"k.npy\", \"dtype\": \"bfloat16\"},"
-         "\"slot_mapping\": {\"file\": \"slot_mapping.npy\"}, \"k_cache\": {\"file\": \"k_cache.npy\", \"poison\": \"0xA5\"}},"
-         "\"parameters\": {\"layout\": \"fp8_nope_with_block_scale_bf16_rope\", \"block_size\": 2}}\n";
-  return dir;
-}
-std::vector<std::uint8_t> cache_with_slot3() {
-  std::vector<std::uint8_t> c(4 * 656, 0xA5);
-  const auto r = record_656_of_ones();
-  std::copy(r.begin(), r.end(), c.begin() + 3 * 656);
-  return c;
-}
-}  // namespace
-
-TEST_CASE("ports-rope: mla-cache (the 656-byte record worked out by hand) is BIT-EXACT; differences are located") {
-  Run r = run(kvq::cli::verify_command, io("mla-cache", mla_dump("exact", cache_with_slot3())));
-  CHECK(r.status == 0);
-  CHECK(r.out.find("kvq verify mla-cache fp8_nope_with_block_scale_bf16_rope: BIT-EXACT") != std::string::npos);
-  std::vector<std::uint8_t> c = cache_with_slot3();
-  c[3 * 656 + 5] = 0x79;        // a nope code of the token
-  c[3 * 656 + 512 + 3] = 0x3c;  // its first tile scale's top byte
-  c[10] = 0x00;                 // slot 0, no token's
-  r = run(kvq::cli::verify_command, io("mla-cache", mla_dump("wrong", c)));
-  CHECK(r.status == 1);
-  CHECK(r.out.find("k_cache: 2 bytes differ in the records the tokens address, 1 changed outside them") != std::string::npos);
-  CHECK(r.out.find("k_cache byte 10: block 0, entry 0 (slot 0), no token addresses this slot: held 0xa5, now 0x00") !=
-        std::string::npos);
-  CHECK(r.out.find("k_cache byte 1973: block 1, entry 1 (slot 3), token 0, nope[5]: 0x78 -> 0x79") != std::string::npos);
-  CHECK(r.out.find("k_cache byte 2483: block 1, entry 1 (slot 3), token 0, tile scales[3]: 0x3b -> 0x3c") != std::string::npos);
-  CHECK(run(kvq::cli::verify_command, io("nvfp4", mla_dump("kind", cache_with_slot3()))).status == 2);
 }

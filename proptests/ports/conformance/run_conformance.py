@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 from common import Context  # noqa: E402
 import inputs  # noqa: E402
-from kvq_dump import dump, dump_mla_cache, dump_paged_store, dump_rope, to_numpy  # noqa: E402
+from kvq_dump import dump, dump_mla_cache, dump_paged_store, dump_rope, dump_workspace, to_numpy  # noqa: E402
 
 MODULES = ("libraries", "sglang_fns", "vllm_fns", "flashinfer_fns")
 DUMP_KEYS = ("x", "codes", "recipe", "block_scales", "global_scale", "global_scale_convention",
@@ -93,10 +93,10 @@ def verify_one(kvq, out, rec):
     io = ["--inputs", os.path.join(where, "in"), "--outputs", os.path.join(where, "out")]
     rc, text = run_kvq(kvq, ["verify", rec["recipe"]] + io + ["--show", "4"])
     rec["verify"] = dict(rc=rc, report=first_lines(text, 40))
-    if rec["recipe"] == "rope-fp8":  # every arithmetic variant that reproduces the call, exact or not by default
+    if rec["recipe"] in ("rope-fp8", "mla-cache", "workspace"):  # every variant that reproduces the call
         rc2, text2 = run_kvq(kvq, ["identify"] + io + ["--show", "4"])
         rec["identify"] = dict(rc=rc2, report=first_lines(text2, 160))
-    elif rc != 0 and rec["recipe"] != "mla-cache":  # an MLA cache has one model: nothing to identify
+    elif rc != 0:
         rc2, text2 = run_kvq(kvq, ["identify"] + io + ["--show", "4", "--changes", IDENTIFY_CHANGES])
         rec["identify"] = dict(rc=rc2, report=first_lines(text2, 30))
     return rec
@@ -129,7 +129,7 @@ def verify_all(kvq, out, records, jobs):
     records = [r for r in records if r.get("dump") and r.get("recipe") is not None]
     known = kvq_recipes(kvq)
     if known:  # a recipe kvq does not list is not verified either (kvq would answer BAD-INPUT)
-        known = known | {"rope-fp8", "mla-cache"}  # the kinds `kvq verify` names without a recipe
+        known = known | {"rope-fp8", "mla-cache", "workspace"}  # the kinds `kvq verify` names without a recipe
         for r in records:
             if r["recipe"] not in known:
                 r["verify_skipped"] = "recipe %r unknown to kvq (kvq recipes)" % r["recipe"]
@@ -224,10 +224,11 @@ def main():
                             rec["error"] = "dump: %s: %s" % (type(e).__name__, e)
                     records.append(rec)
                     # Whole calls in the layout-aware kinds (docs/ports.md): the paged store (under
-                    # the producer's recipe), MLA cache writers and FlashInfer's fused RoPE.
+                    # the producer's recipe), MLA cache writers, prefill workspaces and FlashInfer's fused RoPE.
                     for key, writer, suffix, recipe in (
                             ("paged", dump_paged_store, "paged-store", r.get("recipe")),
                             ("mla", dump_mla_cache, "mla-cache", "mla-cache"),
+                            ("workspace", dump_workspace, "workspace", "workspace"),
                             ("rope", dump_rope, (r.get("rope") or {}).get("kind"), "rope-fp8")):
                         if not r.get(key):
                             continue

@@ -52,12 +52,13 @@ STUB_PLATFORM = ("sglang.srt.runtime_context: get_platform() returning an object
 
 MLA_NOPE, MLA_ROPE, MLA_TILE = 512, 64, 128
 MLA_RECORD = MLA_NOPE + 4 * (MLA_NOPE // MLA_TILE) + 2 * MLA_ROPE  # 656
-# SGLang's 656 B record stores each tile's scale as the IEEE FP32 amax/448, not a power of two: kvq reads
-# FP32 block scales only as power-of-two (E8M0) values, and mla-fp8-tile128 rounds the scale up to a
-# power of two, so the whole-record dumps are kept for kvq identify / later recipes with recipe None.
-NOTE_FP32_TILE = ("kvq has no FP32 tile-scale recipe yet: the 656 B record's tile scales are IEEE FP32 "
-                  "amax/448 (not powers of two), which kvq cannot read as block scales (mla-fp8-tile128 "
-                  "takes power-of-two scales); each tile is also dumped as fp8-e4m3-tensor-rcp")
+# SGLang's 656 B record stores each tile's scale as the FP32 amax/448 (Triton's `/`), not a power of
+# two: the flat kind reads FP32 block scales only as power-of-two (E8M0) values, so the flat record
+# dumps stay unverified (recipe None); each tile is dumped as fp8-e4m3-tensor-rcp-triton with its
+# stored scale, and the whole records as an MLA cache (`kvq verify mla-cache`, the record's own rule).
+NOTE_FP32_TILE = ("the flat kind reads FP32 tile scales only as powers of two: the 656 B record's scales are FP32 "
+                  "amax/448; each tile is dumped as fp8-e4m3-tensor-rcp-triton and the whole records as an "
+                  "mla-cache call")
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -288,7 +289,19 @@ def _nvfp4_workspace_run(ctx, x):
              double, actual),
             ("V workspace == K workspace (same inputs)", actual, _np_u8(v8.reshape(rows, 512))),
         ],
-        raw={"workspace_k": k8, "workspace_v": v8})
+        raw={"workspace_k": k8, "workspace_v": v8},
+        # the whole call as kvq's workspace kind: SGLang's [T, 1, 256] codes and [T, 32] scales are the
+        # two halves of one vLLM NVFP4 page side (block_size T, one head, head_dim 512), K and V alike
+        workspace=dict(kv_cache=_workspace_page(packed, scales), block_tables=np.zeros((1, 1), dtype=np.int32),
+                       cu_seq_lens=np.array([0, rows], dtype=np.int32), k_scale=g, v_scale=g,
+                       k_workspace=_np_u8(k8.reshape(rows, 1, 512)), v_workspace=_np_u8(v8.reshape(rows, 1, 512))))
+
+
+def _workspace_page(packed, scales):
+    """One vLLM NVFP4 page of block_size rows, one head: each side [rows x 256 data | rows x 32 scales]."""
+    side = np.concatenate([np.ascontiguousarray(packed).reshape(-1), np.ascontiguousarray(scales).reshape(-1)])
+    rows = packed.shape[0]
+    return np.stack([side, side]).reshape(1, 2, rows, 1, 288)
 
 
 # --- MLA 656 / 576 ---------------------------------------------------------------------------
@@ -361,7 +374,7 @@ def _mla_quantize_run(ctx, x):
                  _np_u8(u8[:, 528:]), _np_u8(rope_part)),
             ],
             raw={"record_656": u8, "nope_part_separate": nope_part, "rope_part_separate": rope_part},
-            # the records as an MLA cache (one block, token i at slot i) for `kvq verify mla-cache`
+            # the records as an MLA cache (one block, token i at slot i), under the layout's own tile rule
             mla=dict(k=torch.cat([nope, rope], dim=-1).contiguous(), k_cache=rec, layout="fp8_nope_with_block_scale_bf16_rope",
                      block_size=rows)))
         out.extend(tiles)
