@@ -122,6 +122,21 @@ std::string read_cache(const PortFiles& files, const std::string& role, const Js
   return {};
 }
 
+// The geometry of an NVFP4 page of `shape` [num_blocks, 2, block_size, heads, head_dim/2 +
+// head_dim/16] (NHD; HND swaps block_size and heads; docs/paged.md), every dimension >= 1, so that
+// each is bounded by the file's bytes and no product of them overflows.
+struct PageShape {
+  std::int64_t num_blocks = 0, block_size = 0, heads = 0, head_dim = 0;
+};
+std::string nvfp4_page_shape(const std::string& role, const std::vector<std::int64_t>& shape, bool nhd, PageShape* out) {
+  const bool dims_ok = shape.size() == 5 && std::all_of(shape.begin(), shape.end(), [](std::int64_t d) { return d >= 1; });
+  if (!dims_ok || shape[1] != 2 || shape[4] % 9 != 0)
+    return role + ": shape must be [num_blocks, 2, " + (nhd ? "block_size, heads" : "heads, block_size") +
+           ", head_dim/2 + head_dim/16], every dimension >= 1 (an NVFP4 page)";
+  *out = {shape[0], shape[nhd ? 2 : 3], shape[nhd ? 3 : 2], shape[4] / 9 * 16};
+  return {};
+}
+
 // kind "paged-store" (docs/ports.md "Paged stores"): vLLM's argument names.
 std::string load_paged(const PortFiles& files, const Json& m, const Json& tensors, const Recipe* recipe, LoadedPort* out) {
   using kernels::PagedFormat;
@@ -136,7 +151,7 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
   kernels::PagedStoreShape& s = p.shape;
   kernels::PagedKvLayout& L = s.layout;
   // NVFP4 pages are one kv_cache (or SGLang's four pool buffers), FP8 caches a key_cache and a value_cache.
-  const bool pool = tensors.get("k_buffer") != nullptr;
+  const bool pool = std::any_of(std::begin(kPool), std::end(kPool), [&](const char* r) { return tensors.get(r) != nullptr; });
   const bool nvfp4 = tensors.get("kv_cache") != nullptr || pool;
   L.format = nvfp4 ? PagedFormat::nvfp4 : PagedFormat::fp8;
   if (recipe) {
@@ -166,7 +181,9 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
       std::vector<std::uint8_t> after, before;
       bool known = true;
       if (auto e = read_cache(files, kPool[i], *spec, &shapes[i], &after, &before, &known); !e.empty()) return e;
-      if (shapes[i].size() != 3 || shapes[i] != std::vector<std::int64_t>{shapes[0][0], shapes[0][1], shapes[i][2]} ||
+      // Every dimension >= 1 (so each is bounded by its file), the same slots and heads throughout.
+      if (shapes[i].size() != 3 || std::any_of(shapes[i].begin(), shapes[i].end(), [](std::int64_t d) { return d < 1; }) ||
+          shapes[i] != std::vector<std::int64_t>{shapes[0][0], shapes[0][1], shapes[i][2]} ||
           (i % 2 == 1 && shapes[i][2] * 8 != shapes[i - 1][2]) || (i >= 2 && shapes[i] != shapes[i - 2]))
         return std::string(kPool[i]) + ": shapes must be [slots, heads, head_dim/2] (data) and [slots, heads, head_dim/16] (scales), K and V alike";
       p.after[0].insert(p.after[0].end(), after.begin(), after.end());
@@ -190,10 +207,9 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
         return std::string(caches[b]) + ": shape must be [num_blocks, " + (nhd ? "block_size, heads" : "heads, block_size") + ", head_dim]";
       blocks = shape[0], block_size = shape[nhd ? 1 : 2], heads = shape[nhd ? 2 : 1], dim = shape[3];
     } else {
-      if (shape.size() != 5 || shape[1] != 2 || shape[4] % 9 != 0)
-        return std::string("kv_cache: shape must be [num_blocks, 2, ") + (nhd ? "block_size, heads" : "heads, block_size") +
-               ", head_dim/2 + head_dim/16]";
-      blocks = shape[0], block_size = shape[nhd ? 2 : 3], heads = shape[nhd ? 3 : 2], dim = shape[4] / 9 * 16;
+      PageShape page;
+      if (auto e = nvfp4_page_shape("kv_cache", shape, nhd, &page); !e.empty()) return e;
+      blocks = page.num_blocks, block_size = page.block_size, heads = page.heads, dim = page.head_dim;
     }
     if (b == 1 && (blocks != L.num_blocks || block_size != L.block_size || heads != L.heads || dim != L.head_dim))
       return "value_cache: shape differs from key_cache's";
@@ -414,6 +430,9 @@ std::string load_mla(const PortFiles& files, const Json& m, const Json& tensors,
   if (!block) return "parameters: \"block_size\" (tokens a block) must be an integer in 1..2^20";
   p.shape.block_size = *block;
   const kernels::MlaLayout l = p.shape.desc();
+  if (l.tile == 0)
+    return std::string("parameters: \"layout\" must be a layout the writers quantize (") + kernels::kMlaFp8NopeBlockScaleBf16Rope.name +
+           ", " + kernels::kMlaModel1Fp8Sparse.name + "), got " + l.name;
   const Json* rule = params->get("tile_recipe");
   if (rule && rule->kind != Json::Kind::string) return "parameters: \"tile_recipe\" must be a recipe name (kvq recipes)";
   if (auto e = ports::mla_tile_rule(l, rule ? rule->text : std::string(), &p.tile, &p.tile_name); !e.ok())
@@ -471,7 +490,11 @@ std::string load_mla_requant(const PortFiles& files, const Json& m, const Json& 
   const auto block = bs && bs->kind == Json::Kind::number ? integer_of(bs->number, 1, 1 << 20) : std::nullopt;
   if (!block) return "parameters: \"block_size\" (tokens a block) must be an integer in 1..2^20";
   p.shape.block_size = *block;
-  const std::string use = text_of(params->get("k_scale_use"));
+  const Json* use_param = params->get("k_scale_use");
+  const std::string use = text_of(use_param);
+  if (use_param && use.empty())
+    return std::string("parameters: \"k_scale_use\" is ") + kernels::name_of(kernels::KScale::fold) + " or " +
+           kernels::name_of(kernels::KScale::drop);
   if (use == kernels::name_of(kernels::KScale::drop)) {
     p.k_scale_use = kernels::KScale::drop;
   } else if (!use.empty() && use != kernels::name_of(kernels::KScale::fold)) {
@@ -508,6 +531,7 @@ std::string load_mla_requant(const PortFiles& files, const Json& m, const Json& 
 // kind "workspace" (docs/ports.md "Workspaces"): kvq's argument names (kernels/mla_kernels.hpp
 // nvfp4_paged_to_workspace): kv_cache (the vLLM NVFP4 page, NHD), block_tables, cu_seq_lens,
 // k_scale, v_scale (the tensor decode scales g) in; k_workspace, v_workspace out.
+constexpr std::int64_t kMaxWorkspaceVisits = std::int64_t{1} << 32;
 std::string load_workspace(const PortFiles& files, const Json& m, const Json& tensors, LoadedPort* out) {
   static const char* const kRoles[] = {"kv_cache", "block_tables", "cu_seq_lens", "k_scale", "v_scale", "k_workspace", "v_workspace"};
   for (const auto& [role, spec] : tensors.members)
@@ -521,15 +545,15 @@ std::string load_workspace(const PortFiles& files, const Json& m, const Json& te
   w.recipe = recipe_from_name("nvfp4")->recipe;  // the page's decode: E2M1 x E4M3 scale, any NVFP4 recipe alike
   Tensor t;
   if (auto e = read_tensor(files.inputs, "kv_cache", *tensors.get("kv_cache"), &t); !e.empty()) return e;
-  const std::vector<std::int64_t>& shape = t.array.shape;
-  if ((t.array.descr != "|u1" && t.array.descr != "|i1") || shape.size() != 5 || shape[1] != 2 || shape[4] % 9 != 0)
-    return "kv_cache: " + t.path + " must be uint8 [num_blocks, 2, block_size, heads, head_dim/2 + head_dim/16] (the vLLM NVFP4 page, NHD)";
+  if (t.array.descr != "|u1" && t.array.descr != "|i1") return "kv_cache: " + t.path + " holds " + t.array.descr + "; give uint8 bytes";
+  PageShape page;
+  if (auto e = nvfp4_page_shape("kv_cache", t.array.shape, true, &page); !e.empty()) return e;
   kernels::Nvfp4PageGeometry& g = w.pages;
-  g = {shape[0], shape[2], shape[3], shape[4] / 9 * 16};
+  g = {page.num_blocks, page.block_size, page.heads, page.head_dim};
   p.cache = std::move(t.array.bytes);
-  std::vector<std::int32_t> tables;
   if (auto e = read_tensor(files.inputs, "block_tables", *tensors.get("block_tables"), &t); !e.empty()) return e;
-  if (t.array.shape.size() != 2) return "block_tables: " + t.path + " must be [batch, max_blocks_per_seq]";
+  if (t.array.shape.size() != 2 || t.array.shape[1] < 1)
+    return "block_tables: " + t.path + " must be [batch, max_blocks_per_seq], max_blocks_per_seq >= 1";
   w.batch = t.array.shape[0];
   w.max_blocks_per_seq = t.array.shape[1];
   if (auto e = read_indices(files.inputs, "block_tables", *tensors.get("block_tables"), &p.block_tables); !e.empty()) return e;
@@ -552,10 +576,17 @@ std::string load_workspace(const PortFiles& files, const Json& m, const Json& te
     }
   }
   if (const Json* r = params ? params->get("rounding") : nullptr) {
-    if (r->kind != Json::Kind::string) return "parameters: \"rounding\" must be a string";
+    if (r->kind != Json::Kind::string || r->text.empty())
+      return "parameters: \"rounding\" must be a string: once, or fp32-products, via-bf16, nonsaturating joined by '+'";
     if (auto e = ports::parse_rounding(r->text, &w.rounding); !e.ok()) return "parameters: \"rounding\": " + e.message();
   }
   if (auto e = kernels::validate(w, p.factor[0], p.factor[1]); !e.ok()) return "workspace: " + e.message();
+  // The twin visits every 16-element block of every table entry's page side; bounded so that no
+  // table and page, each within its file, make a call that runs for hours.
+  const auto visits = checked_product({w.batch, w.max_blocks_per_seq, 2, w.page_items()});
+  if (!visits || *visits > kMaxWorkspaceVisits)
+    return "block_tables: " + std::to_string(w.batch) + " x " + std::to_string(w.max_blocks_per_seq) +
+           " entries of pages of " + std::to_string(w.page_items()) + " blocks a side are more than kvq verify visits (2^32)";
   const std::int64_t row = g.heads * g.head_dim;
   for (int side = 0; side < 2; ++side) {
     const std::string role = side ? "v_workspace" : "k_workspace";
@@ -563,10 +594,9 @@ std::string load_workspace(const PortFiles& files, const Json& m, const Json& te
     if (auto e = read_cache(files, role, *tensors.get(role), &out_shape, &p.after[side], &p.before[side], &p.before_known[side]);
         !e.empty())
       return e;
-    if (static_cast<std::int64_t>(p.after[side].size()) % row != 0 ||
-        static_cast<std::int64_t>(p.after[side].size()) < w.workspace_bytes())
-      return role + ": " + std::to_string(p.after[side].size()) + " bytes; the workspace is rows of heads x head_dim = " +
-             std::to_string(row) + " bytes, at least cu_seq_lens[batch] = " + std::to_string(w.workspace_tokens) + " of them";
+    if (static_cast<std::int64_t>(p.after[side].size()) % row != 0)
+      return role + ": " + std::to_string(p.after[side].size()) + " bytes is not whole rows of heads x head_dim = " +
+             std::to_string(row) + " bytes";
   }
   return {};
 }

@@ -295,9 +295,8 @@ KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t encode_element_variant(Recipe r,
 }
 
 // One element: the recipe's cast of v (BF16 first where element_input_bf16). tl.clamp's NaN -> +max
-// is a select in line before the one satfinite cast (the MLA MODEL1 writer's cast, in a fixed
-// kernel: out of line it cost 13 points of copy bandwidth; a second satfinite call site cost the
-// generic kernels 9); the other casts go out of line.
+// is a select in line before the one satfinite cast, for the kernels that apply it (the MLA MODEL1
+// writer, the Triton FP8 recipes: docs/performance.md); the other casts go out of line.
 KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v) {
   if (r.element_input_bf16) v = float_from_bits(static_cast<std::uint32_t>(bf16_rne_fast(v)) << 16);
   if (r.element_cast == ElementCast::triton_clamp) {

@@ -36,7 +36,8 @@ KVQ_HD inline int lanes_of(const QuantizeShape& s) { return s.recipe.block / kLa
 // Code words (four bytes each) of a span: two of 4-bit codes, four of 8-bit ones.
 KVQ_HD inline int span_words(const QuantizeShape& s) { return s.packed() ? kLaneSpan / 8 : kLaneSpan / 4; }
 
-// The largest |x| of a span with NaN ignored, and whether some element is NaN.
+// The largest |x| of a span with NaN ignored, and whether some element is NaN (also a 16-dim chunk
+// of the MLA writers' tiles, kernels/mla_kernels.hpp).
 struct SpanMax {
   float max = 0.0f;
   bool nan = false;

@@ -52,11 +52,11 @@ __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const s
     if (slot < 0 || slot >= c.slots()) continue;  // the whole warp skips the token
     const bool nope = lane < mla_nope_chunks(l);
     float values[kQuantChunk];
-    MlaMax m;  // the tile's max; its rule ignores NaN elements (mla_tile_ignores_nan), so m.nan stays unset
+    SpanMax m;  // the tile's max; its rule ignores NaN elements (mla_tile_ignores_nan), so m.nan stays unset
     if (nope) m.max = mla_load_nope_chunk(l, x, row, lane, values).max;
     KVQ_UNROLL
     for (int offset = per_tile / 2; offset > 0; offset /= 2)
-      m.max = mla_amax_combine(__shfl_xor_sync(0xffffffffu, m.max, offset), m.max);
+      m = combine({__shfl_xor_sync(0xffffffffu, m.max, offset), false}, m);
     if (nope) mla_store_nope_chunk(c, r, values, m, cache, slot, lane);
     const std::uint32_t word = mla_tile_scale_word(l, r, m);
     std::uint32_t words[kMlaMaxTiles];

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "formats/recipe_names.hpp"
+#include "kernels/lane_quantize.hpp"
 #include "kernels/mla_layouts.hpp"
 #include "kernels/quantize.hpp"
 #include "kernels/status.hpp"
@@ -58,10 +59,13 @@ const char* name_of(MlaLayoutId id);
 KVQ_HD constexpr const char* mla_tile_recipe_name(const MlaLayout& l) {
   return l.id == MlaLayoutId::model1_fp8_sparse ? "mla-model1-tile64" : "fp8-e4m3-tensor-rcp-triton";
 }
-KVQ_HD constexpr Recipe mla_tile_recipe(const MlaLayout& l) {
-  Recipe r = recipe_from_name(mla_tile_recipe_name(l))->recipe;
-  r.block = l.tile;  // a per-tile FP32 rule's "tensor" is the tile
+// A recipe as layout l's tile rule: its block the layout's tile (a per-tile FP32 rule's "tensor").
+KVQ_HD constexpr Recipe mla_tile_rule_of(const MlaLayout& l, Recipe r) {
+  r.block = l.tile;
   return r;
+}
+KVQ_HD constexpr Recipe mla_tile_recipe(const MlaLayout& l) {
+  return mla_tile_rule_of(l, recipe_from_name(mla_tile_recipe_name(l))->recipe);
 }
 // Whether a tile rule ignores NaN elements (a ratio floor, or Triton's float exponents: tl.max skips
 // NaN), so that a tile's scale depends on its max alone; else (OCP MX) a NaN element makes it 0xFF.
@@ -149,36 +153,22 @@ inline constexpr int kMlaMaxTiles = 8;
 static_assert(kMlaFp8NopeBlockScaleBf16Rope.tiles() <= kMlaMaxTiles && kMlaModel1Fp8Sparse.tiles() <= kMlaMaxTiles);
 static_assert(kMlaFp8NopeBlockScaleBf16Rope.tile % kQuantChunk == 0 && kMlaModel1Fp8Sparse.tile % kQuantChunk == 0);
 
-KVQ_HD inline float mla_amax_combine(float a, float b) { return a > b ? a : b; }  // fmaxf on non-NaN magnitudes
-
-// The max |x| of a chunk or tile (NaN ignored) and whether some element is NaN.
-struct MlaMax {
-  float max = 0.0f;
-  bool nan = false;
-};
-KVQ_HD inline MlaMax mla_max_combine(MlaMax a, MlaMax b) { return {mla_amax_combine(a.max, b.max), a.nan || b.nan}; }
-
-// Loads nope chunk j of token `row` and returns its max (as quantize_block: NaN never wins).
-KVQ_HD inline MlaMax mla_load_nope_chunk(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
-                                         float* values) {
+// Loads nope chunk j of token `row` and returns its max |x| (NaN never wins) and whether some
+// element is NaN: the lane-split quantizer's span max (kernels/lane_quantize.hpp), a chunk being a span.
+static_assert(kQuantChunk == kLaneSpan);
+KVQ_HD inline SpanMax mla_load_nope_chunk(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
+                                          float* values) {
   io::load_values(DType::bf16, x, row * l.dims() + j * kQuantChunk, kQuantChunk, values);
-  MlaMax m;
-  KVQ_UNROLL
-  for (int i = 0; i < kQuantChunk; ++i) {
-    const float a = recipe_detail::magnitude(values[i]);
-    m.nan = m.nan || a != a;
-    m.max = mla_amax_combine(a, m.max);
-  }
-  return m;
+  return span_max(values);
 }
 
 // The tile's stored scale from its max, by quantize_block's rules (formats/recipes.hpp
 // e8m0_nan_block, e8m0_block_exponent, tensor_scale): MODEL1 the E8M0 byte; the 656-byte record
 // the FP32 bits of 2^e (NaN for byte 0xFF) or, for a per-tile FP32 rule (tensor_only: SGLang's
 // writer), of s = tensor_scale(r, tile max).
-// Both always inlined: the kernel's tile rule is a constant there (its variant branches fold away;
-// out of line they stay, and the quantize kernel ran at a third of its speed).
-KVQ_HD KVQ_KERNEL_INLINE std::uint32_t mla_tile_scale_word(const MlaLayout& l, const Recipe& r, MlaMax m) {
+// Both always inlined: the kernel's tile rule is a constant there and its variant branches fold
+// away (docs/performance.md).
+KVQ_HD KVQ_KERNEL_INLINE std::uint32_t mla_tile_scale_word(const MlaLayout& l, const Recipe& r, SpanMax m) {
   if (r.scale == BlockScale::tensor_only) return bits_of(tensor_scale(r, m.max));
   const std::uint8_t code = e8m0_nan_block(r, m.max, m.nan) ? 0xFF : e8m0_code(r, e8m0_block_exponent(r, m.max));
   return l.segment(MlaPart::tile_scales).format == FormatId::fp32 ? bits_of(e8m0_value(code)) : code;
@@ -186,7 +176,7 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint32_t mla_tile_scale_word(const MlaLayout& l, c
 
 // Encodes nope chunk j of a tile with max m (quantize_block_with_max: the tile's rule, 16 values)
 // and stores its 16 codes.
-KVQ_HD KVQ_KERNEL_INLINE void mla_store_nope_chunk(const MlaCacheShape& c, const Recipe& r, const float* values, MlaMax m,
+KVQ_HD KVQ_KERNEL_INLINE void mla_store_nope_chunk(const MlaCacheShape& c, const Recipe& r, const float* values, SpanMax m,
                                         std::uint8_t* cache, std::int64_t slot, int j) {
   const float s = r.scale == BlockScale::tensor_only ? tensor_scale(r, m.max) : 0.0f;
   std::uint8_t codes[kQuantChunk];
@@ -229,11 +219,11 @@ KVQ_HD inline void mla_quantize_token(const MlaCacheShape& c, const Recipe& r, c
                                       std::uint8_t* cache, std::int64_t slot) {
   const MlaLayout l = c.desc();
   const int per_tile = l.tile / kQuantChunk;
-  MlaMax tile_max[kMlaMaxTiles] = {};
+  SpanMax tile_max[kMlaMaxTiles] = {};
   std::uint32_t scale_words[kMlaMaxTiles];
   float values[kQuantChunk];
   for (int j = 0; j < mla_nope_chunks(l); ++j)
-    tile_max[j / per_tile] = mla_max_combine(mla_load_nope_chunk(l, x, row, j, values), tile_max[j / per_tile]);
+    tile_max[j / per_tile] = combine(mla_load_nope_chunk(l, x, row, j, values), tile_max[j / per_tile]);
   for (int t = 0; t < l.tiles(); ++t) scale_words[t] = mla_tile_scale_word(l, r, tile_max[t]);
   for (int j = 0; j < mla_nope_chunks(l); ++j) {
     mla_load_nope_chunk(l, x, row, j, values);
@@ -245,8 +235,9 @@ KVQ_HD inline void mla_quantize_token(const MlaCacheShape& c, const Recipe& r, c
 
 // Dequantize one span: 8 dims of slot s, all in one part and one tile (16 bytes of BF16/FP16
 // output; the part's bytes and the tile scale read once). The FP32 value of a dim (NaN canonical):
-// BF16 widened; 576: e4m3 * k_scale (one FP32 multiply); tiled layouts: e4m3 * tile scale (exact:
-// a power of two, or k_scale after a 576 -> 656 fold). k_scale is used by the 576 layout only.
+// BF16 widened; 576: e4m3 * k_scale (one FP32 multiply); tiled layouts: e4m3 * tile scale (one FP32
+// multiply: exact for a power of two, rounded once for an FP32 scale such as SGLang's amax / 448 or a
+// folded k_scale). k_scale is used by the 576 layout only.
 inline constexpr int kDequantSpan = 8;
 KVQ_HD constexpr int mla_dequantize_spans(const MlaLayout& l) { return l.dims() / kDequantSpan; }
 KVQ_HD inline void mla_dequantize_span(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output,
@@ -284,7 +275,8 @@ static_assert(kMlaBf16.nope_dims() % kDequantSpan == 0 && kMlaModel1Fp8Sparse.no
 // 3. The prefill workspace of an NVFP4 paged cache for a batch: request b's tokens
 // [0, cu_seq_lens[b+1] - cu_seq_lens[b]) live in pages block_tables[b][pos / block_size]; the
 // workspace row of (b, pos) is cu_seq_lens[b] + pos, each row [heads, head_dim] E4M3 codes
-// (requantize_e4m3: element * block scale * factor, exact, rounded once). K and V separately.
+// (requantize_e4m3: element * block scale * factor, exact, rounded once; the twin also rounds as a
+// port does, WorkspaceBatch::rounding). K and V separately.
 struct WorkspaceBatch {
   Recipe recipe;  // an NVFP4 recipe (E2M1 elements, E4M3 block scales of 16)
   Nvfp4PageGeometry pages;

@@ -50,7 +50,10 @@ MlaDifference locate(const MlaPort& p, std::int64_t offset) {
     if (byte >= l.offset_of(part) && byte < l.offset_of(part) + size) d.part = part, d.index = byte - l.offset_of(part);
   }
   d.slot = d.block * T + d.entry;
-  if (p.call == MlaCall::requantize) d.token = d.slot;  // every slot is converted
+  if (p.call == MlaCall::requantize) {
+    d.token = d.slot;  // every slot is converted
+    return d;
+  }
   for (std::int64_t t = 0; t < p.tokens(); ++t)
     if (p.slot_mapping[t] == d.slot) d.token = t;
   return d;
@@ -66,8 +69,7 @@ Status mla_tile_rule(const kernels::MlaLayout& l, const std::string& name, Recip
   }
   const auto named = recipe_from_name(name);
   if (!named) return "unknown recipe '" + name + "' (kvq recipes lists them)";
-  *rule = named->recipe;
-  rule->block = l.tile;  // the layout's tile (a per-tile FP32 rule's "tensor")
+  *rule = kernels::mla_tile_rule_of(l, named->recipe);
   *rule_name = name;
   return {};
 }

@@ -2,8 +2,8 @@
 // into a paged MLA cache of one of kvq's layouts (docs/layouts.md: the 656-byte FlashMLA record,
 // vLLM's MODEL1 with its block-tail scales) at slot_mapping, as vLLM's quantize_and_insert_k_cache
 // and SGLang's quantize_k_cache write it. The model is kvq's twin (mla_quantize_cpu) under a tile
-// rule (the layout's own, mla_tile_recipe, or a named recipe at the layout's tile: SGLang's FP32
-// amax/448 tile scales) run on the cache as it was before the call; the whole cache is compared
+// rule (the layout's own, mla_tile_recipe, or a named recipe at the layout's tile: FlashMLA's
+// power-of-two mla-fp8-tile128) run on the cache as it was before the call; the whole cache is compared
 // byte for byte, so bytes of other slots, block padding and the tail's pad bytes count too.
 // The same comparison checks a requantizer (docs/ports.md "MLA requantize"): a whole 576-byte cache
 // converted to the 656-byte record (kernels::mla_requantize_576_to_656_cpu), k_scale folded into the

@@ -65,6 +65,7 @@ std::string name_of(const WorkspaceRounding& w) {
 Status parse_rounding(const std::string& text, WorkspaceRounding* out) {
   *out = WorkspaceRounding{};
   if (text == "once") return {};
+  if (text.empty()) return "'' is 'once' or fp32-products, via-bf16, nonsaturating joined by '+'";
   std::stringstream in(text);
   std::string flag;
   while (std::getline(in, flag, '+')) {

@@ -356,6 +356,7 @@ Outcome mla_planted(const RunContext& ctx) {
     for (std::size_t i = free_slots.size(); i > 1; --i) std::swap(free_slots[i - 1], free_slots[mix32(seed + i) % i]);
     for (std::int64_t t = 0; t < tokens; ++t)
       p.slot_mapping.push_back(mix32(seed ^ (t + 5)) % 4 == 0 ? -1 : free_slots[static_cast<std::size_t>(t)]);
+    if (p.call == ports::MlaCall::requantize) p.slot_mapping.clear();  // a conversion of every slot
     const int dims = p.shape.desc().dims();
     for (std::int64_t i = 0; i < tokens * dims; ++i)  // BF16 values of assorted magnitudes, some zeros
       p.k.push_back(mix32(seed + 7 * i) % 9 == 0 ? 0 : static_cast<std::uint16_t>(0x3000 + mix32(seed + 7 * i) % 0x1800));
@@ -390,7 +391,8 @@ Outcome mla_planted(const RunContext& ctx) {
     RC_ASSERT(c.untouched_changed == untouched);
     for (const std::int64_t t : targets)
       RC_ASSERT(std::any_of(c.first.begin(), c.first.end(), [&](const ports::MlaDifference& d) {
-        return d.offset == t && d.addressed == written(t) && (d.token >= 0) == written(t);
+        return d.offset == t && d.addressed == written(t) && (d.token >= 0) == written(t) &&
+               (p.call != ports::MlaCall::requantize || d.token == d.slot);
       }));
   });
 }

@@ -270,9 +270,7 @@ bool within_half_gap(float x, float dq, int e) {
 
 // A named recipe as a tile rule of layout l (its block the layout's tile).
 Recipe tile_rule(const kernels::MlaLayout& l, const char* name) {
-  Recipe r = kvq::recipe_from_name(name)->recipe;
-  r.block = l.tile;
-  return r;
+  return kernels::mla_tile_rule_of(l, kvq::recipe_from_name(name)->recipe);
 }
 
 void register_quantize_properties() {

@@ -54,7 +54,11 @@ foreach(demo "rope-demo;gptj;rope-quantize;exact: this port follows GPT-J pairs,
   if(NOT status EQUAL 0 OR NOT out MATCHES "BIT-EXACT")
     message(FATAL_ERROR "numpy ${kind} should be bit-exact: exit ${status}\n${out}\n${err}")
   endif()
-  execute_process(COMMAND ${PYTHON} ${DUMP} --${flag} ${WORK}/${flag} --${bug} RESULT_VARIABLE status OUTPUT_QUIET)
+  execute_process(COMMAND ${PYTHON} ${DUMP} --${flag} ${WORK}/${flag} --${bug} RESULT_VARIABLE status OUTPUT_QUIET
+                  ERROR_VARIABLE err)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "kvq_dump.py --${flag} --${bug}: ${err}")
+  endif()
   execute_process(COMMAND ${KVQ} verify ${kind} --inputs ${WORK}/${flag}/in --outputs ${WORK}/${flag}/out
                   RESULT_VARIABLE status OUTPUT_VARIABLE out)
   if(NOT status EQUAL 1 OR NOT out MATCHES "MISMATCH")

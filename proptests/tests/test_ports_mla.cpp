@@ -293,3 +293,35 @@ TEST_CASE("ports-mla: workspace (worked out by hand): kvq's single rounding and 
   CHECK(run(kvq::cli::verify_command, io("nvfp4", sglang)).status == 2);
   CHECK(run(kvq::cli::verify_command, io("mla-cache", sglang)).status == 2);
 }
+
+// Hostile manifests for the MLA and workspace kinds: each exits 2 naming the argument, none runs
+// away (an empty page would leave the other dimensions unbounded by any file).
+TEST_CASE("ports-mla: bad MLA and workspace manifests exit 2 naming the argument") {
+  // A workspace whose page has no blocks; an empty rounding; a table without columns.
+  const fs::path empty = workspace_dump("no-blocks", workspace_bytes(false));
+  save(empty / "in" / "kv_cache.npy", NpyArray{"|u1", {0, 2, 2, 1, 9}, {}});
+  Run r = run(kvq::cli::verify_command, io("workspace", empty));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("kv_cache: shape must be [num_blocks, 2, block_size, heads, head_dim/2 + head_dim/16], every dimension >= 1") !=
+        std::string::npos);
+  r = run(kvq::cli::verify_command, io("workspace", workspace_dump("empty-rounding", workspace_bytes(false), ", \"rounding\": \"\"")));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("parameters: \"rounding\" must be a string: once, or") != std::string::npos);
+  const fs::path no_columns = workspace_dump("no-columns", workspace_bytes(false));
+  save(no_columns / "in" / "block_tables.npy", NpyArray{"<i4", {1, 0}, {}});
+  r = run(kvq::cli::verify_command, io("workspace", no_columns));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("block_tables: ") != std::string::npos);
+  // k_scale_use that is not a name; an MLA cache of a layout no writer quantizes.
+  r = run(kvq::cli::verify_command,
+          io("mla-requant", requant_dump("use-number", requant_dst(true), kRequantLayouts + ", \"k_scale_use\": 1")));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("parameters: \"k_scale_use\" is fold-k-scale or drop-k-scale") != std::string::npos);
+  const fs::path bf16 = mla_dump("bf16-layout", cache_with_slot3());
+  std::ofstream((bf16 / "out" / "manifest.json").string())
+      << "{\"kind\": \"mla-cache\", \"tensors\": {\"k\": {\"file\": \"k.npy\", \"dtype\": \"bfloat16\"},"
+         "\"k_cache\": {\"file\": \"k_cache.npy\"}}, \"parameters\": {\"layout\": \"bf16\", \"block_size\": 2}}\n";
+  r = run(kvq::cli::verify_command, io("mla-cache", bf16));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("parameters: \"layout\" must be a layout the writers quantize") != std::string::npos);
+}

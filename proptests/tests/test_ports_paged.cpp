@@ -289,4 +289,25 @@ TEST_CASE("ports-paged: SGLang's NVFP4 pool buffers (worked out by hand) verify 
   CHECK(r.status == 1);
   CHECK(r.out.find("k_scale_buffer byte 1: page 0, position 1 (slot 1); K of token 0, head 0, block scale 0") != std::string::npos);
   CHECK(run(kvq::cli::verify_command, verify_args(pool_dump("fp8", 0x38), "fp8-e4m3-tensor")).status == 2);
+  // An empty buffer (no slots: every other dimension unbounded) and a missing one exit 2 naming it.
+  const fs::path empty = pool_dump("empty", 0x38);
+  REQUIRE(kvq::cli::write_npy((empty / "out" / "k_buffer.npy").string(), NpyArray{"|u1", {0, 1, 8}, {}}).empty());
+  r = run(kvq::cli::verify_command, verify_args(empty, "nvfp4"));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("k_buffer: shapes must be [slots, heads, head_dim/2]") != std::string::npos);
+  const fs::path missing = pool_dump("missing", 0x38);
+  std::string manifest;
+  {
+    std::ifstream in((missing / "out" / "manifest.json").string());
+    std::stringstream text;
+    text << in.rdbuf();
+    manifest = text.str();
+  }
+  const std::string v_buffer = "\"v_buffer\": {\"file\": \"v_buffer.npy\", \"poison\": \"0xA5\"}, ";
+  REQUIRE(manifest.find(v_buffer) != std::string::npos);
+  manifest.erase(manifest.find(v_buffer), v_buffer.size());
+  std::ofstream((missing / "out" / "manifest.json").string()) << manifest;
+  r = run(kvq::cli::verify_command, verify_args(missing, "nvfp4"));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("SGLang's NVFP4 pool needs the role \"v_buffer\"") != std::string::npos);
 }
