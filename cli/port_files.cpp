@@ -23,6 +23,18 @@ struct Tensor {
 
 std::string text_of(const Json* j) { return j && j->kind == Json::Kind::string ? j->text : std::string(); }
 
+// "" when every role the manifest names is one of `roles`, else the message naming the first other
+// and listing the kind's roles.
+std::string check_roles(const Json& tensors, const std::string& kind, const std::vector<std::string>& roles) {
+  for (const auto& [role, spec] : tensors.members)
+    if (std::find(roles.begin(), roles.end(), role) == roles.end()) {
+      std::string all;
+      for (const auto& r : roles) all += (all.empty() ? "" : ", ") + r;
+      return "manifest: unknown role '" + role + "'" + (kind.empty() ? "" : " for kind " + kind) + " (" + all + ")";
+    }
+  return {};
+}
+
 std::string read_tensor(const std::string& dir, const std::string& role, const Json& spec, Tensor* t) {
   const std::string file = text_of(spec.get("file"));
   if (file.empty()) return role + ": the manifest gives no \"file\"";
@@ -141,12 +153,11 @@ std::string nvfp4_page_shape(const std::string& role, const std::vector<std::int
 std::string load_paged(const PortFiles& files, const Json& m, const Json& tensors, const Recipe* recipe, LoadedPort* out) {
   using kernels::PagedFormat;
   static const char* const kPool[] = {"k_buffer", "k_scale_buffer", "v_buffer", "v_scale_buffer"};  // SGLang's NVFP4 pool
-  for (const auto& [role, spec] : tensors.members)
-    if (role != "key" && role != "value" && role != "slot_mapping" && role != "key_cache" && role != "value_cache" &&
-        role != "kv_cache" && role != "k_scale" && role != "v_scale" &&
-        std::find_if(std::begin(kPool), std::end(kPool), [&](const char* r) { return role == r; }) == std::end(kPool))
-      return "manifest: unknown role '" + role + "' for kind paged-store (key, value, slot_mapping, key_cache, value_cache, "
-             "kv_cache, k_buffer, k_scale_buffer, v_buffer, v_scale_buffer, k_scale, v_scale)";
+  if (auto e = check_roles(tensors, "paged-store",
+                           {"key", "value", "slot_mapping", "key_cache", "value_cache", "kv_cache", kPool[0], kPool[1],
+                            kPool[2], kPool[3], "k_scale", "v_scale"});
+      !e.empty())
+    return e;
   ports::PagedPort& p = out->paged;
   kernels::PagedStoreShape& s = p.shape;
   kernels::PagedKvLayout& L = s.layout;
@@ -297,12 +308,7 @@ std::string load_rope(const PortFiles& files, const Json& m, const Json& tensors
                                         "v_cache", "ckv_cache", "kpe_cache"}
              : std::vector<std::string>{"q_rope", "k_rope", "q_nope", "k_nope", "cos_sin_cache", "pos_ids", "q_rope_out",
                                         "q_nope_out", "k_rope_out", "k_nope_out"};
-  for (const auto& [role, spec] : tensors.members)
-    if (std::find(roles.begin(), roles.end(), role) == roles.end()) {
-      std::string all;
-      for (const auto& r : roles) all += (all.empty() ? "" : ", ") + r;
-      return "manifest: unknown role '" + role + "' for kind " + (append ? "rope-append" : "rope-quantize") + " (" + all + ")";
-    }
+  if (auto e = check_roles(tensors, append ? "rope-append" : "rope-quantize", roles); !e.empty()) return e;
   ports::RopePort& p = out->rope;
   kernels::RopeShape& s = p.shape;
   p.kind = append ? ports::RopeKind::append : ports::RopeKind::quantize;
@@ -411,9 +417,7 @@ std::string load_rope(const PortFiles& files, const Json& m, const Json& tensors
 
 // kind "mla-cache" (docs/ports.md "MLA caches"): vLLM's names (k, slot_mapping, k_cache).
 std::string load_mla(const PortFiles& files, const Json& m, const Json& tensors, LoadedPort* out) {
-  for (const auto& [role, spec] : tensors.members)
-    if (role != "k" && role != "slot_mapping" && role != "k_cache")
-      return "manifest: unknown role '" + role + "' for kind mla-cache (k, slot_mapping, k_cache)";
+  if (auto e = check_roles(tensors, "mla-cache", {"k", "slot_mapping", "k_cache"}); !e.empty()) return e;
   ports::MlaPort& p = out->mla;
   const Json* params = m.get("parameters");
   const Json* name = params ? params->get("layout") : nullptr;
@@ -473,9 +477,7 @@ std::string load_mla(const PortFiles& files, const Json& m, const Json& tensors,
 // kind "mla-requant" (docs/ports.md "MLA requantize"): a whole cache converted between kvq's layouts
 // (fp8_nope_fp8_rope -> fp8_nope_with_block_scale_bf16_rope): src_cache, dst_cache, k_scale.
 std::string load_mla_requant(const PortFiles& files, const Json& m, const Json& tensors, LoadedPort* out) {
-  for (const auto& [role, spec] : tensors.members)
-    if (role != "src_cache" && role != "dst_cache" && role != "k_scale")
-      return "manifest: unknown role '" + role + "' for kind mla-requant (src_cache, dst_cache, k_scale)";
+  if (auto e = check_roles(tensors, "mla-requant", {"src_cache", "dst_cache", "k_scale"}); !e.empty()) return e;
   ports::MlaPort& p = out->mla;
   p.call = ports::MlaCall::requantize;
   p.shape.layout = kernels::MlaLayoutId::fp8_nope_block_scale_bf16_rope;
@@ -533,13 +535,11 @@ std::string load_mla_requant(const PortFiles& files, const Json& m, const Json& 
 // k_scale, v_scale (the tensor decode scales g) in; k_workspace, v_workspace out.
 constexpr std::int64_t kMaxWorkspaceVisits = std::int64_t{1} << 32;
 std::string load_workspace(const PortFiles& files, const Json& m, const Json& tensors, LoadedPort* out) {
-  static const char* const kRoles[] = {"kv_cache", "block_tables", "cu_seq_lens", "k_scale", "v_scale", "k_workspace", "v_workspace"};
-  for (const auto& [role, spec] : tensors.members)
-    if (std::find_if(std::begin(kRoles), std::end(kRoles), [&](const char* r) { return role == r; }) == std::end(kRoles))
-      return "manifest: unknown role '" + role +
-             "' for kind workspace (kv_cache, block_tables, cu_seq_lens, k_scale, v_scale, k_workspace, v_workspace)";
-  for (const char* role : kRoles)
-    if (!tensors.get(role)) return std::string("manifest: kind workspace needs the role \"") + role + "\"";
+  static const std::vector<std::string> kRoles = {"kv_cache", "block_tables", "cu_seq_lens", "k_scale", "v_scale",
+                                                   "k_workspace", "v_workspace"};
+  if (auto e = check_roles(tensors, "workspace", kRoles); !e.empty()) return e;
+  for (const auto& role : kRoles)
+    if (!tensors.get(role)) return "manifest: kind workspace needs the role \"" + role + "\"";
   ports::WorkspacePort& p = out->workspace;
   kernels::WorkspaceBatch& w = p.batch;
   w.recipe = recipe_from_name("nvfp4")->recipe;  // the page's decode: E2M1 x E4M3 scale, any NVFP4 recipe alike
@@ -644,9 +644,7 @@ std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* rec
   if (!kind.empty() && kind != "quantize")
     return "manifest: \"kind\" is quantize, paged-store, rope-quantize, rope-append, mla-cache, mla-requant or workspace, got '" +
            kind + "'";
-  for (const auto& [role, spec] : tensors->members)
-    if (role != "x" && role != "codes" && role != "block_scales" && role != "global_scale" && role != "dequantized")
-      return "manifest: unknown role '" + role + "' (x, codes, block_scales, global_scale, dequantized)";
+  if (auto e = check_roles(*tensors, "", {"x", "codes", "block_scales", "global_scale", "dequantized"}); !e.empty()) return e;
   ports::PortData& d = out->data;
   const Json* x = tensors->get("x");
   const Json* codes = tensors->get("codes");
