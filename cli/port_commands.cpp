@@ -64,11 +64,11 @@ int verify_mla(const PortOptions& o, const LoadedPort& port, std::ostream& out, 
 }
 
 // kvq identify's answer for a layout-aware kind (oracle/layout_identification.hpp): the counts,
-// each exact candidate, the nearest others with their differing bytes; exit 0 where one is exact,
+// each exact candidate, the nearest others with their differing bytes (or values: `counted`); exit 0 where one is exact,
 // 1 where none is, 2 where no candidate could read the port.
 template <class Found, class Name>
 int print_identification(const LoadedPort& port, const Found& id, const std::string& tried_what, const std::string& unit,
-                         const std::string& exact_phrase, const std::string& unreadable, const std::string& verify,
+                         const std::string& counted, const std::string& exact_phrase, const std::string& unreadable, const std::string& verify,
                          std::ostream& out, std::ostream& err, Name name) {
   if (id.tried == 0) {
     err << "kvq identify: " << unreadable << " " << port.manifest << " (see " << verify << " for why)\n";
@@ -76,7 +76,7 @@ int print_identification(const LoadedPort& port, const Found& id, const std::str
   }
   out << "kvq identify: " << id.tried << " " << tried_what << " tried; " << id.exact.size() << " reproduce every " << unit << "\n";
   for (const auto& c : id.exact) out << "  exact: " << exact_phrase << " " << name(c) << "\n";
-  if (!id.nearest.empty()) out << (id.exact.empty() ? "  nearest (bytes differing):\n" : "  next nearest (bytes differing):\n");
+  if (!id.nearest.empty()) out << (id.exact.empty() ? "  nearest (" : "  next nearest (") << counted << " differing):\n";
   for (const auto& c : id.nearest) out << "    " << name(c) << ": " << c.comparison.differing() << "\n";
   return id.exact.empty() ? 1 : 0;
 }
@@ -86,21 +86,23 @@ int print_identification(const LoadedPort& port, const Found& id, const std::str
 int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
   PortOptions o;
   if (auto e = parse(args, true, &o); !e.empty()) {
-    err << "kvq verify: " << e << "\nusage: kvq verify RECIPE|rope-quantize|rope-append|mla-cache|mla-requant|workspace --inputs DIR --outputs DIR [--manifest FILE] [--show N]\n";
+    err << "kvq verify: " << e << "\nusage: kvq verify RECIPE|rope-quantize|rope-append|mla-cache|mla-requant|mla-dequant|workspace --inputs DIR --outputs DIR [--manifest FILE] [--show N]\n";
     return 2;
   }
   // The RoPE, requantize and workspace kinds have no recipe: the argument names the kind (rope-fp8:
   // either RoPE kind). An MLA cache has its layout's tile rule (or the manifest's tile_recipe):
   // `mla-cache`, or a recipe named as its tile rule.
-  if (o.recipe == "workspace" || o.recipe == "mla-cache" || o.recipe == "mla-requant") {
+  if (o.recipe == "workspace" || o.recipe == "mla-cache" || o.recipe == "mla-requant" || o.recipe == "mla-dequant") {
     LoadedPort port;
     if (auto e = load_port(o.files, &port); !e.empty()) {
       err << "kvq verify: " << e << "\n";
       return 2;
     }
     const bool workspace = o.recipe == "workspace";
-    if (port.kind != (workspace ? PortKind::workspace : PortKind::mla) ||
-        (!workspace && (o.recipe == "mla-requant") != (port.mla.call == ports::MlaCall::requantize))) {
+    const ports::MlaCall call = o.recipe == "mla-requant"   ? ports::MlaCall::requantize
+                                : o.recipe == "mla-dequant" ? ports::MlaCall::dequantize
+                                                            : ports::MlaCall::quantize;
+    if (port.kind != (workspace ? PortKind::workspace : PortKind::mla) || (!workspace && call != port.mla.call)) {
       err << "kvq verify: '" << o.recipe << "' does not name the kind of " << port.manifest << "\n";
       return 2;
     }
@@ -140,6 +142,7 @@ int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
   if (port.kind == PortKind::rope) {
     ports::RopeArithmetic a;
     a.style = port.rope.shape.style;
+    a.cos_sin = port.rope.cos_sin;
     const ports::RopeComparison c = ports::compare_rope(port.rope, a, static_cast<std::size_t>(o.show));
     return report(port, c, out, err, [&] { return ports::describe_rope(port.rope, a, c); });
   }
@@ -178,23 +181,27 @@ int identify_command(const Args& args, std::ostream& out, std::ostream& err) {
   }
   const auto keep = static_cast<std::size_t>(o.show);
   if (port.kind == PortKind::workspace)
-    return print_identification(port, ports::identify_workspace(port.workspace, keep), "workspace roundings", "workspace byte",
+    return print_identification(port, ports::identify_workspace(port.workspace, keep), "workspace roundings", "workspace byte", "bytes",
                                 "this workspace rounds", "the workspace model cannot read", "kvq verify workspace", out, err,
                                 [](const auto& c) { return ports::name_of(c.rounding); });
   if (port.kind == PortKind::mla) {
-    const bool requant = port.mla.call == ports::MlaCall::requantize;
-    return print_identification(port, ports::identify_mla(port.mla, keep), requant ? "uses of k_scale" : "tile rules",
-                                std::string("byte of the ") + port.mla.shape.desc().name + " cache",
-                                requant ? "this requantizer follows" : "this writer follows",
-                                "the MLA model cannot read", requant ? "kvq verify mla-requant" : "kvq verify mla-cache", out, err,
-                                [](const auto& c) { return c.recipe; });
+    const ports::MlaCall call = port.mla.call;
+    const bool requant = call == ports::MlaCall::requantize, dequant = call == ports::MlaCall::dequantize;
+    return print_identification(port, ports::identify_mla(port.mla, keep),
+                                dequant ? "dequantize roundings" : requant ? "uses of k_scale" : "tile rules",
+                                dequant ? std::string("output value") : std::string("byte of the ") + port.mla.shape.desc().name + " cache",
+                                dequant ? "values" : "bytes",
+                                dequant ? "this dequantizer rounds" : requant ? "this requantizer follows" : "this writer follows",
+                                "the MLA model cannot read",
+                                dequant ? "kvq verify mla-dequant" : requant ? "kvq verify mla-requant" : "kvq verify mla-cache", out,
+                                err, [](const auto& c) { return c.recipe; });
   }
   if (port.kind == PortKind::rope)
-    return print_identification(port, ports::identify_rope(port.rope, keep), "RoPE arithmetic variants", "byte",
+    return print_identification(port, ports::identify_rope(port.rope, keep), "RoPE arithmetic variants", "byte", "bytes",
                                 "this port follows", "the RoPE model cannot read", "kvq verify rope-fp8", out, err,
                                 [](const auto& c) { return c.arithmetic.phrase(); });
   if (port.kind == PortKind::paged_store)
-    return print_identification(port, ports::identify_paged(port.paged, keep), "paged-store recipes", "cache byte",
+    return print_identification(port, ports::identify_paged(port.paged, keep), "paged-store recipes", "cache byte", "bytes",
                                 "this port follows", "no named recipe's paged store takes the tensors of", "kvq verify RECIPE",
                                 out, err, [](const auto& c) { return c.recipe; });
   const ports::Identification id = ports::identify(port.data, o.changes, static_cast<std::size_t>(o.show));

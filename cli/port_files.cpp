@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -106,11 +107,16 @@ std::string read_floats(const std::string& dir, const std::string& role, const J
 
 // A cache the port wrote (uint8 or FP8 bytes), its shape, and the bytes it held before the call:
 // "poison" (the byte it was filled with) or "before" (a dump of it, read from the inputs).
+// float32_ok: a cache of float32 values is read as its bytes too (the shape gains a last dimension of 4).
 std::string read_cache(const PortFiles& files, const std::string& role, const Json& spec, std::vector<std::int64_t>* shape,
-                       std::vector<std::uint8_t>* after, std::vector<std::uint8_t>* before, bool* before_known) {
+                       std::vector<std::uint8_t>* after, std::vector<std::uint8_t>* before, bool* before_known,
+                       bool float32_ok = false) {
   Tensor t;
   if (auto e = read_tensor(files.outputs, role, spec, &t); !e.empty()) return e;
-  if (t.array.descr != "|u1" && t.array.descr != "|i1") return role + ": " + t.path + " holds " + t.array.descr + "; give uint8 (or FP8) bytes";
+  const bool f32 = float32_ok && t.array.descr == "<f4";
+  if (t.array.descr != "|u1" && t.array.descr != "|i1" && !f32)
+    return role + ": " + t.path + " holds " + t.array.descr + "; give uint8 (or FP8" + (float32_ok ? ", or float32" : "") + ") bytes";
+  if (f32) t.array.shape.push_back(4);
   *shape = t.array.shape;
   *after = std::move(t.array.bytes);
   const std::string poison = text_of(spec.get("poison"));
@@ -155,7 +161,7 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
   static const char* const kPool[] = {"k_buffer", "k_scale_buffer", "v_buffer", "v_scale_buffer"};  // SGLang's NVFP4 pool
   if (auto e = check_roles(tensors, "paged-store",
                            {"key", "value", "slot_mapping", "key_cache", "value_cache", "kv_cache", kPool[0], kPool[1],
-                            kPool[2], kPool[3], "k_scale", "v_scale"});
+                            kPool[2], kPool[3], "k_scale", "v_scale", "k_scale_cache", "v_scale_cache"});
       !e.empty())
     return e;
   ports::PagedPort& p = out->paged;
@@ -165,6 +171,9 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
   const bool pool = std::any_of(std::begin(kPool), std::end(kPool), [&](const char* r) { return tensors.get(r) != nullptr; });
   const bool nvfp4 = tensors.get("kv_cache") != nullptr || pool;
   L.format = nvfp4 ? PagedFormat::nvfp4 : PagedFormat::fp8;
+  // vLLM's per-token-head FP8 store: its scales in two more caches, no k_scale / v_scale.
+  p.token_head_scales = tensors.get("k_scale_cache") != nullptr || tensors.get("v_scale_cache") != nullptr;
+  if (p.token_head_scales && nvfp4) return "manifest: k_scale_cache and v_scale_cache go with FP8 caches (key_cache, value_cache)";
   if (recipe) {
     if ((recipe->element == FormatId::e2m1) != nvfp4)
       return std::string("manifest: the roles are ") + (nvfp4 ? "an NVFP4 page (kv_cache)" : "FP8 caches (key_cache, value_cache)") +
@@ -255,6 +264,21 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
   if (static_cast<std::int64_t>(p.slot_mapping.size()) != s.tokens)
     return "slot_mapping: " + t.path + " holds " + std::to_string(p.slot_mapping.size()) + " entries, key " +
            std::to_string(s.tokens) + " tokens";
+  if (p.token_head_scales) {  // [num_blocks, block_size, heads] FP32 each (or its bytes)
+    for (int b = 2; b < 4; ++b) {
+      const char* role = b == 2 ? "k_scale_cache" : "v_scale_cache";
+      const Json* spec = tensors.get(role);
+      if (!spec) return std::string("manifest: a per-token-head store needs the role \"") + role + "\" (k_scale_cache and v_scale_cache)";
+      std::vector<std::int64_t> shape;
+      if (auto e = read_cache(files, role, *spec, &shape, &p.after[b], &p.before[b], &p.before_known[b], true); !e.empty()) return e;
+      if (shape != std::vector<std::int64_t>{L.num_blocks, L.block_size, L.heads, 4})
+        return std::string(role) + ": shape must be [num_blocks, block_size, heads] float32 (" + std::to_string(L.num_blocks) + ", " +
+               std::to_string(L.block_size) + ", " + std::to_string(L.heads) + " as the caches), or those bytes as uint8 [..., 4]";
+    }
+    if (tensors.get("k_scale") || tensors.get("v_scale"))
+      return "manifest: a per-token-head store has no k_scale / v_scale (its scales are written to k_scale_cache, v_scale_cache)";
+    return {};
+  }
   std::vector<float> k, v;
   for (const char* role : {"k_scale", "v_scale"}) {
     const Json* spec = tensors.get(role);
@@ -301,6 +325,9 @@ std::string float_parameter(const Json* v, const std::string& name, float* out) 
 }
 
 // kinds "rope-quantize" and "rope-append" (docs/ports.md "RoPE"): FlashInfer's argument names.
+// A port that computes cos/sin: each distinct (position, frequency) is a 100-digit cos and sin, a few
+// hundred microseconds for the two roundings; this many take seconds.
+constexpr std::int64_t kMaxComputedCosSin = std::int64_t{1} << 16;
 std::string load_rope(const PortFiles& files, const Json& m, const Json& tensors, bool append, LoadedPort* out) {
   const std::vector<std::string> roles =
       append ? std::vector<std::string>{"q_rope", "k_rope", "q_nope", "k_nope", "v", "cos_sin_cache", "pos_ids", "kv_indptr",
@@ -353,17 +380,49 @@ std::string load_rope(const PortFiles& files, const Json& m, const Json& tensors
   if (s.q_heads <= 0 || s.kv_heads <= 0 || s.rope_dim <= 0 || nope > (1 << 20) || s.rope_dim > (1 << 20) || s.q_heads > (1 << 16) || s.kv_heads > (1 << 16))
     return "q_rope, k_rope: heads and dims must be > 0 and reasonable";
   s.head_dim = s.rope_dim + static_cast<int>(nope);
+  // cos/sin: the cos_sin_cache the port reads, or (a port that computes them) rope_theta and the
+  // computed rows the port claims (docs/ports.md "RoPE").
+  if (const Json* theta = params->get("rope_theta")) {
+    if (theta->kind != Json::Kind::number || !(theta->number > 0.0) || !std::isfinite(theta->number))
+      return "parameters: \"rope_theta\" (the base of a port that computes cos/sin) must be a number > 0";
+    p.rope_theta = theta->number;
+  }
   const Json* csc = tensors.get("cos_sin_cache");
-  if (!csc) return "manifest: kind rope-* needs the role \"cos_sin_cache\"";
-  if (auto e = read_tensor(files.inputs, "cos_sin_cache", *csc, &t); !e.empty()) return e;
-  if (t.array.descr != "<f4" || t.array.shape.size() != 2 || t.array.shape[1] != s.rope_dim)
-    return "cos_sin_cache: " + t.path + " must be float32 [max_pos, rope_dim]";
-  s.max_pos = t.array.shape[0];
-  p.cos_sin_cache.resize(static_cast<std::size_t>(t.array.count()));
-  std::memcpy(p.cos_sin_cache.data(), t.array.bytes.data(), t.array.bytes.size());
+  const Json* claimed = params->get("cos_sin");
+  const std::string cos_sin = claimed ? text_of(claimed) : std::string(csc ? "cache" : "computed-exact-angle");
+  bool known = false;
+  for (const ports::RopeCosSin c : {ports::RopeCosSin::cache, ports::RopeCosSin::exact_angle, ports::RopeCosSin::fp32_angle})
+    if (cos_sin == ports::name_of(c)) p.cos_sin = c, known = true;
+  if (!known) return "parameters: \"cos_sin\" is cache, computed-exact-angle or computed-fp32-angle, got '" + cos_sin + "'";
+  if (!csc && p.rope_theta == 0) return "manifest: kind rope-* needs the role \"cos_sin_cache\" (or parameters.rope_theta: a port that computes cos/sin)";
+  if (p.cos_sin == ports::RopeCosSin::cache && !csc) return "parameters: \"cos_sin\" is cache, but the manifest names no \"cos_sin_cache\"";
+  if (p.cos_sin != ports::RopeCosSin::cache && p.rope_theta == 0) return "parameters: \"cos_sin\" " + cos_sin + " needs \"rope_theta\"";
   const Json* pos = tensors.get("pos_ids");
   if (!pos) return "manifest: kind rope-* needs the role \"pos_ids\"";
   if (auto e = read_indices(files.inputs, "pos_ids", *pos, &p.pos_ids); !e.empty()) return e;
+  if (p.rope_theta > 0) {  // each (position, frequency) is a 100-digit cos and sin (oracle/rope_oracle.hpp)
+    std::vector<std::int32_t> positions = p.pos_ids;
+    std::sort(positions.begin(), positions.end());
+    const std::int64_t pairs = (std::unique(positions.begin(), positions.end()) - positions.begin()) * std::int64_t{s.rope_dim / 2};
+    if (pairs > kMaxComputedCosSin)
+      return "parameters: \"rope_theta\": computing cos/sin for " + std::to_string(pairs) +
+             " (position, frequency) pairs is too many (at most " + std::to_string(kMaxComputedCosSin) + "; give fewer tokens)";
+  }
+  if (csc) {
+    if (auto e = read_tensor(files.inputs, "cos_sin_cache", *csc, &t); !e.empty()) return e;
+    if (t.array.descr != "<f4" || t.array.shape.size() != 2 || t.array.shape[1] != s.rope_dim)
+      return "cos_sin_cache: " + t.path + " must be float32 [max_pos, rope_dim]";
+    s.max_pos = t.array.shape[0];
+    p.cos_sin_cache.resize(static_cast<std::size_t>(t.array.count()));
+    std::memcpy(p.cos_sin_cache.data(), t.array.bytes.data(), t.array.bytes.size());
+  } else {  // the positions the port computes: every pos_id, each < 2^24 (an FP32 position is exact)
+    s.max_pos = 1;
+    for (std::size_t i = 0; i < p.pos_ids.size(); ++i) {
+      if (p.pos_ids[i] < 0 || p.pos_ids[i] >= (1 << 24))
+        return "pos_ids: entry " + std::to_string(i) + " is " + std::to_string(p.pos_ids[i]) + "; a port that computes cos/sin takes 0..2^24-1";
+      s.max_pos = std::max<std::int64_t>(s.max_pos, std::int64_t{p.pos_ids[i]} + 1);  // the shape's bound (no table is built)
+    }
+  }
   s.page_size = 1;
   s.batch = 0;
   std::vector<std::string> outputs = {"q_rope_out", "q_nope_out", "k_rope_out", "k_nope_out"};
@@ -415,24 +474,45 @@ std::string load_rope(const PortFiles& files, const Json& m, const Json& tensors
 }
 
 
-// kind "mla-cache" (docs/ports.md "MLA caches"): vLLM's names (k, slot_mapping, k_cache).
-std::string load_mla(const PortFiles& files, const Json& m, const Json& tensors, LoadedPort* out) {
-  if (auto e = check_roles(tensors, "mla-cache", {"k", "slot_mapping", "k_cache"}); !e.empty()) return e;
-  ports::MlaPort& p = out->mla;
-  const Json* params = m.get("parameters");
+// The MLA kinds' "parameters": "layout" (kvq layouts) and "block_size" (tokens a block).
+std::string mla_cache_parameters(const Json* params, kernels::MlaCacheShape* shape) {
   const Json* name = params ? params->get("layout") : nullptr;
   const std::string layout = name && name->kind == Json::Kind::string ? name->text : std::string();
   bool found = false;
   std::string names;
   for (const kernels::MlaLayoutId id : kernels::kMlaLayoutIds) {
     names += (names.empty() ? "" : ", ") + std::string(kernels::mla_layout(id).name);
-    if (layout == kernels::mla_layout(id).name) p.shape.layout = id, found = true;
+    if (layout == kernels::mla_layout(id).name) shape->layout = id, found = true;
   }
   if (!found) return "parameters: \"layout\" names the cache layout (" + names + "; kvq layouts), got '" + layout + "'";
   const Json* bs = params->get("block_size");
   const auto block = bs && bs->kind == Json::Kind::number ? integer_of(bs->number, 1, 1 << 20) : std::nullopt;
   if (!block) return "parameters: \"block_size\" (tokens a block) must be an integer in 1..2^20";
-  p.shape.block_size = *block;
+  shape->block_size = *block;
+  return {};
+}
+
+// An input cache of whole blocks of layout l (uint8 or FP8 bytes, any shape) and its block count.
+std::string read_mla_blocks(const PortFiles& files, const std::string& role, const Json& spec, const kernels::MlaLayout& l,
+                            std::int64_t block_size, std::vector<std::uint8_t>* bytes, std::int64_t* num_blocks) {
+  Tensor t;
+  if (auto e = read_tensor(files.inputs, role, spec, &t); !e.empty()) return e;
+  if (t.array.descr != "|u1" && t.array.descr != "|i1") return role + ": " + t.path + " holds " + t.array.descr + "; give uint8 (or FP8) bytes";
+  *bytes = std::move(t.array.bytes);
+  const std::int64_t block_bytes = l.block_bytes(block_size);
+  if (bytes->empty() || static_cast<std::int64_t>(bytes->size()) % block_bytes != 0)
+    return role + ": " + std::to_string(bytes->size()) + " bytes is not a whole number of " + std::to_string(block_bytes) +
+           "-byte blocks (" + l.name + ", block_size " + std::to_string(block_size) + ")";
+  *num_blocks = static_cast<std::int64_t>(bytes->size()) / block_bytes;
+  return {};
+}
+
+// kind "mla-cache" (docs/ports.md "MLA caches"): vLLM's names (k, slot_mapping, k_cache).
+std::string load_mla(const PortFiles& files, const Json& m, const Json& tensors, LoadedPort* out) {
+  if (auto e = check_roles(tensors, "mla-cache", {"k", "slot_mapping", "k_cache"}); !e.empty()) return e;
+  ports::MlaPort& p = out->mla;
+  const Json* params = m.get("parameters");
+  if (auto e = mla_cache_parameters(params, &p.shape); !e.empty()) return e;
   const kernels::MlaLayout l = p.shape.desc();
   if (l.tile == 0)
     return std::string("parameters: \"layout\" must be a layout the writers quantize (") + kernels::kMlaFp8NopeBlockScaleBf16Rope.name +
@@ -511,15 +591,9 @@ std::string load_mla_requant(const PortFiles& files, const Json& m, const Json& 
   if (auto e = kernels::validate_requantize(1, p.shape.block_size, p.k_scale); !e.ok()) return "k_scale: " + e.message();
   const Json* src = tensors.get("src_cache");
   if (!src) return "manifest: kind mla-requant needs the role \"src_cache\"";
-  Tensor t;
-  if (auto e = read_tensor(files.inputs, "src_cache", *src, &t); !e.empty()) return e;
-  if (t.array.descr != "|u1" && t.array.descr != "|i1") return "src_cache: " + t.path + " holds " + t.array.descr + "; give uint8 (or FP8) bytes";
-  p.src = std::move(t.array.bytes);
-  const std::int64_t src_block = kernels::kMlaFp8NopeFp8Rope.block_bytes(p.shape.block_size);
-  if (p.src.empty() || static_cast<std::int64_t>(p.src.size()) % src_block != 0)
-    return "src_cache: " + std::to_string(p.src.size()) + " bytes is not a whole number of " + std::to_string(src_block) +
-           "-byte blocks (" + kernels::kMlaFp8NopeFp8Rope.name + ", block_size " + std::to_string(p.shape.block_size) + ")";
-  p.shape.num_blocks = static_cast<std::int64_t>(p.src.size()) / src_block;
+  if (auto e = read_mla_blocks(files, "src_cache", *src, kernels::kMlaFp8NopeFp8Rope, p.shape.block_size, &p.src, &p.shape.num_blocks);
+      !e.empty())
+    return e;
   const Json* dst = tensors.get("dst_cache");
   if (!dst) return "manifest: kind mla-requant needs the role \"dst_cache\"";
   std::vector<std::int64_t> shape;
@@ -527,6 +601,49 @@ std::string load_mla_requant(const PortFiles& files, const Json& m, const Json& 
   if (static_cast<std::int64_t>(p.after.size()) != p.shape.bytes())
     return "dst_cache: " + std::to_string(p.after.size()) + " bytes; src_cache's " + std::to_string(p.shape.num_blocks) +
            " blocks are " + std::to_string(p.shape.bytes()) + " bytes as " + kernels::kMlaFp8NopeBlockScaleBf16Rope.name;
+  return {};
+}
+
+// kind "mla-dequant" (docs/ports.md "MLA dequantize"): slots of an MLA cache read back as values:
+// k_cache (and k_scale for the layout without tile scales), indices (the slot each output row reads;
+// absent: every slot in order) in; output [rows, dims] (BF16, FP16 or FP32) out.
+std::string load_mla_dequant(const PortFiles& files, const Json& m, const Json& tensors, LoadedPort* out) {
+  if (auto e = check_roles(tensors, "mla-dequant", {"k_cache", "indices", "k_scale", "output"}); !e.empty()) return e;
+  ports::MlaPort& p = out->mla;
+  p.call = ports::MlaCall::dequantize;
+  if (auto e = mla_cache_parameters(m.get("parameters"), &p.shape); !e.empty()) return e;
+  const kernels::MlaLayout l = p.shape.desc();
+  const Json* cache = tensors.get("k_cache");
+  if (!cache) return "manifest: kind mla-dequant needs the role \"k_cache\"";
+  if (auto e = read_mla_blocks(files, "k_cache", *cache, l, p.shape.block_size, &p.src, &p.shape.num_blocks); !e.empty()) return e;
+  Tensor t;
+  if (const Json* k_scale = tensors.get("k_scale")) {
+    std::vector<float> k;
+    if (auto e = read_floats(files.inputs, "k_scale", *k_scale, 1, &k); !e.empty()) return e;
+    p.k_scale = k[0];
+  } else if (l.tile == 0 && l.segment(kernels::MlaPart::nope).format == FormatId::e4m3fn) {
+    return std::string("manifest: kind mla-dequant needs the role \"k_scale\" for ") + l.name + " (its FP8 codes' decode scale)";
+  }
+  if (auto e = kernels::validate_dequantize(p.shape, p.k_scale); !e.ok()) return "k_scale: " + e.message();
+  if (const Json* indices = tensors.get("indices")) {
+    if (auto e = read_tensor(files.inputs, "indices", *indices, &t); !e.empty()) return e;
+    if (!index_values(t.array, &p.slot_mapping)) return "indices: " + t.path + " holds " + t.array.descr + "; give int32 or int64";
+    for (std::size_t i = 0; i < p.slot_mapping.size(); ++i)
+      if (p.slot_mapping[i] < 0 || p.slot_mapping[i] >= p.shape.slots())
+        return "indices: entry " + std::to_string(i) + " is " + std::to_string(p.slot_mapping[i]) + ", not a slot of the cache (0.." +
+               std::to_string(p.shape.slots() - 1) + ")";
+  } else {
+    for (std::int64_t s = 0; s < p.shape.slots(); ++s) p.slot_mapping.push_back(s);
+  }
+  const Json* output = tensors.get("output");
+  if (!output) return "manifest: kind mla-dequant needs the role \"output\"";
+  if (auto e = read_tensor(files.outputs, "output", *output, &t); !e.empty()) return e;
+  if (auto e = value_type(t, "output", &p.output); !e.empty()) return e;
+  if (t.array.shape.empty() || t.array.shape.back() != l.dims() || t.array.count() != p.tokens() * l.dims())
+    return "output: " + t.path + " must be [" + std::to_string(p.tokens()) + ", " + std::to_string(l.dims()) +
+           "] (a row per index, the layout's dims)";
+  p.after = std::move(t.array.bytes);
+  p.before_known = false;
   return {};
 }
 
@@ -633,6 +750,10 @@ std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* rec
     out->kind = PortKind::mla;
     return load_mla_requant(files, m, *tensors, out);
   }
+  if (kind == "mla-dequant") {
+    out->kind = PortKind::mla;
+    return load_mla_dequant(files, m, *tensors, out);
+  }
   if (kind == "workspace") {
     out->kind = PortKind::workspace;
     return load_workspace(files, m, *tensors, out);
@@ -642,7 +763,7 @@ std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* rec
     return load_rope(files, m, *tensors, kind == "rope-append", out);
   }
   if (!kind.empty() && kind != "quantize")
-    return "manifest: \"kind\" is quantize, paged-store, rope-quantize, rope-append, mla-cache, mla-requant or workspace, got '" +
+    return "manifest: \"kind\" is quantize, paged-store, rope-quantize, rope-append, mla-cache, mla-requant, mla-dequant or workspace, got '" +
            kind + "'";
   if (auto e = check_roles(*tensors, "", {"x", "codes", "block_scales", "global_scale", "dequantized"}); !e.empty()) return e;
   ports::PortData& d = out->data;

@@ -41,6 +41,13 @@ RopeAngle rope_angle(std::int64_t pos, int f, int rot, double base) {
   return {boost::multiprecision::cos(theta), boost::multiprecision::sin(theta)};
 }
 
+RopeAngle rope_fp32_angle(std::int64_t pos, int f, int rot, double base) {
+  const Wide exponent = Wide(-2 * f) / Wide(rot);
+  const float inv_freq = fp32_nearest(boost::multiprecision::pow(Wide(base), exponent));
+  const Wide theta = wide_of(fp32_nearest(Wide(pos) * wide_of(inv_freq)));
+  return {boost::multiprecision::cos(theta), boost::multiprecision::sin(theta)};
+}
+
 float fp32_nearest(const Wide& v) {
   return float_from_bits(static_cast<std::uint32_t>(round_to_format(kFP32, kFp32Rne, real_of_wide(v))));
 }

@@ -25,6 +25,9 @@ struct RopeAngle {
 };
 // cos and sin of pos * base^(-2f/rot), f < rot/2.
 RopeAngle rope_angle(std::int64_t pos, int f, int rot, double base);
+// cos and sin of the FP32 angle RN(pos * RN(base^(-2f/rot))): what a port computes from an FP32
+// inverse frequency and an FP32 angle, its cos and sin then rounded once (fp32_nearest).
+RopeAngle rope_fp32_angle(std::int64_t pos, int f, int rot, double base);
 // The FP32 value nearest (RNE) to v.
 float fp32_nearest(const Wide& v);
 // cos_sin_cache[max_pos, rot]: row p holds cos of frequencies 0..rot/2-1 then their sin, each the

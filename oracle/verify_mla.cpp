@@ -1,7 +1,9 @@
 #include "oracle/verify_mla.hpp"
 
+#include <cstring>
 #include <sstream>
 
+#include "formats/float_bits.hpp"
 #include "formats/recipe_names.hpp"
 #include "oracle/report_text.hpp"
 
@@ -9,7 +11,53 @@ namespace kvq::ports {
 
 using kernels::MlaPart;
 
+const char* name_of(MlaDequantRounding r) {
+  return r == MlaDequantRounding::fp32_product ? "fp32-product" : "exact-product";
+}
+
 namespace {
+
+// The bits of output value i (the output dtype's width) in a row-major buffer of `type` values.
+std::uint32_t value_bits(const std::vector<std::uint8_t>& bytes, kernels::DType type, std::int64_t i) {
+  const int w = kernels::bytes_of(type);
+  std::uint32_t v = 0;
+  std::memcpy(&v, bytes.data() + i * w, static_cast<std::size_t>(w));  // little-endian hosts (kvq's platforms)
+  return v;
+}
+
+// What a dequantizer writes: every slot of the cache dequantized (kernels::mla_dequantize_cpu, the
+// FP32 product), output row r = slot slot_mapping[r]; under exact_product the finite FP8 products
+// rounded once to the output dtype instead.
+Status run_dequantize(const MlaPort& p, std::vector<std::uint8_t>* out) {
+  const kernels::MlaLayout l = p.shape.desc();
+  const int w = kernels::bytes_of(p.output);
+  const std::int64_t row_bytes = std::int64_t{l.dims()} * w;
+  std::vector<std::uint8_t> all(static_cast<std::size_t>(p.shape.slots() * row_bytes));
+  if (auto e = kernels::mla_dequantize_cpu(p.shape, p.src.data(), p.k_scale, p.output, all.data()); !e.ok()) return e;
+  out->assign(static_cast<std::size_t>(p.tokens() * row_bytes), 0);
+  const FormatId f = p.output == kernels::DType::bf16 ? FormatId::bf16 : p.output == kernels::DType::fp16 ? FormatId::fp16 : FormatId::fp32;
+  const Conversion rne = convention_rule(ConventionId::ieee, f).conversion;
+  const int scale_bytes = l.tile != 0 ? format_of(l.segment(kernels::MlaPart::tile_scales).format).bits() / 8 : 0;
+  for (std::int64_t r = 0; r < p.tokens(); ++r) {
+    const std::int64_t s = p.slot_mapping[r];
+    if (s < 0 || s >= p.shape.slots())
+      return "slot_mapping[" + std::to_string(r) + "] = " + std::to_string(s) + " is not a slot of the cache (" +
+             std::to_string(p.shape.slots()) + " slots)";
+    std::memcpy(out->data() + r * row_bytes, all.data() + s * row_bytes, static_cast<std::size_t>(row_bytes));
+    if (p.rounding == MlaDequantRounding::fp32_product || l.segment(kernels::MlaPart::nope).format != FormatId::e4m3fn) continue;
+    const std::uint8_t* codes = p.src.data() + p.shape.part(s, kernels::MlaPart::nope);
+    for (int d = 0; d < l.nope_dims(); ++d) {
+      const float scale = l.tile == 0 ? p.k_scale
+                                      : kernels::mla_detail::tile_scale(
+                                            l, p.src.data() + p.shape.part(s, kernels::MlaPart::tile_scales) + (d / l.tile) * scale_bytes);
+      const double exact = double{e4m3_value_fast(codes[d])} * double{scale};  // 4 x 24 significant bits: exact
+      if (exact != exact) continue;  // NaN: as the FP32 product (canonical)
+      const std::uint64_t bits = encode_double(format_of(f), rne, exact);
+      std::memcpy(out->data() + r * row_bytes + std::int64_t{d} * w, &bits, static_cast<std::size_t>(w));
+    }
+  }
+  return {};
+}
 
 Status run_twin(const MlaPort& p, const std::vector<std::uint8_t>* before, std::uint8_t fill, std::vector<std::uint8_t>* out) {
   *out = before ? *before : std::vector<std::uint8_t>(p.after.size(), fill);
@@ -59,6 +107,37 @@ MlaDifference locate(const MlaPort& p, std::int64_t offset) {
   return d;
 }
 
+MlaComparison compare_dequantize(const MlaPort& p, std::size_t keep) {
+  MlaComparison c;
+  std::vector<std::uint8_t> expected;
+  c.error = run_dequantize(p, &expected);
+  if (!c.error.ok()) return c;
+  if (p.after.size() != expected.size()) {
+    c.error = "the output holds " + std::to_string(p.after.size()) + " bytes; " + std::to_string(p.tokens()) + " rows need " +
+              std::to_string(expected.size());
+    return c;
+  }
+  const kernels::MlaLayout l = p.shape.desc();
+  const std::int64_t values = static_cast<std::int64_t>(p.after.size()) / kernels::bytes_of(p.output);
+  c.bytes = values;
+  for (std::int64_t i = 0; i < values; ++i) {
+    const std::uint32_t want = value_bits(expected, p.output, i), got = value_bits(p.after, p.output, i);
+    if (want == got) continue;
+    ++c.addressed_mismatches;
+    if (c.first.size() >= keep) continue;
+    MlaDifference d;
+    d.offset = i, d.expected = want, d.actual = got, d.addressed = true;
+    d.token = i / l.dims();
+    d.slot = p.slot_mapping[d.token];
+    d.block = d.slot / p.shape.block_size, d.entry = d.slot % p.shape.block_size;
+    const int dim = static_cast<int>(i % l.dims());
+    d.part = dim < l.nope_dims() ? kernels::MlaPart::nope : kernels::MlaPart::rope;
+    d.index = dim < l.nope_dims() ? dim : dim - l.nope_dims();
+    c.first.push_back(d);
+  }
+  return c;
+}
+
 }  // namespace
 
 Status mla_tile_rule(const kernels::MlaLayout& l, const std::string& name, Recipe* rule, std::string* rule_name) {
@@ -75,6 +154,7 @@ Status mla_tile_rule(const kernels::MlaLayout& l, const std::string& name, Recip
 }
 
 MlaComparison compare_mla(const MlaPort& p, std::size_t keep) {
+  if (p.call == MlaCall::dequantize) return compare_dequantize(p, keep);
   MlaComparison c;
   std::vector<std::uint8_t> expected, zeros, ones;
   c.error = first_error({run_twin(p, &p.before, 0, &expected), run_twin(p, nullptr, 0x00, &zeros), run_twin(p, nullptr, 0xFF, &ones)});
@@ -93,7 +173,43 @@ MlaComparison compare_mla(const MlaPort& p, std::size_t keep) {
   return c;
 }
 
+namespace {
+
+// The value of output bits `v` of dtype t.
+double output_value(kernels::DType t, std::uint32_t v) {
+  if (t == kernels::DType::fp32) return float_from_bits(v);
+  return decode_double(format_of(t == kernels::DType::bf16 ? FormatId::bf16 : FormatId::fp16), v);
+}
+
+std::string describe_dequantize(const MlaPort& p, const MlaComparison& c) {
+  const kernels::MlaLayout l = p.shape.desc();
+  std::ostringstream os;
+  os << "kvq verify mla-dequant " << l.name << " (code x scale, " << name_of(p.rounding) << ", to "
+     << kernels::name_of(p.output) << "): " << (c.exact() ? "BIT-EXACT" : "MISMATCH") << "\n";
+  if (!c.error.ok()) {
+    os << "  the model rejects the port's arguments: " << c.error << "\n";
+    return os.str();
+  }
+  os << "  k_cache: " << p.shape.num_blocks << " blocks of " << p.shape.block_size << " tokens; output: " << p.tokens()
+     << " rows x " << l.dims() << " " << kernels::name_of(p.output) << "\n";
+  if (c.addressed_mismatches == 0)
+    os << "  output: every one of " << c.bytes << " values as the model dequantizes them\n";
+  else
+    os << "  output: " << c.addressed_mismatches << " values differ, of " << c.bytes << "\n";
+  if (!c.first.empty()) os << "  first differences (output row (slot: block, entry), part[dim]: expected -> actual):\n";
+  const int digits = 2 * kernels::bytes_of(p.output);
+  for (const MlaDifference& d : c.first)
+    os << "    row " << d.token << " (slot " << d.slot << ": block " << d.block << ", entry " << d.entry << "), "
+       << kernels::name_of(d.part) << "[" << d.index << "]: " << hex_digits(d.expected, digits) << " ("
+       << number(output_value(p.output, d.expected)) << ") -> " << hex_digits(d.actual, digits) << " ("
+       << number(output_value(p.output, d.actual)) << ")\n";
+  return os.str();
+}
+
+}  // namespace
+
 std::string describe_mla(const MlaPort& p, const MlaComparison& c) {
+  if (p.call == MlaCall::dequantize) return describe_dequantize(p, c);
   const kernels::MlaLayout l = p.shape.desc();
   std::ostringstream os;
   const bool requant = p.call == MlaCall::requantize;
@@ -142,6 +258,17 @@ std::string describe_mla(const MlaPort& p, const MlaComparison& c) {
 
 MlaIdentification identify_mla(const MlaPort& p, std::size_t nearest) {
   MlaIdentification id;
+  if (p.call == MlaCall::dequantize) {
+    for (const MlaDequantRounding r : {MlaDequantRounding::fp32_product, MlaDequantRounding::exact_product}) {
+      MlaPort q = p;
+      q.rounding = r;
+      MlaCandidate c{name_of(r), compare_mla(q, 0)};
+      if (!c.comparison.error.ok()) return id;
+      id.add(std::move(c));
+    }
+    id.rank(nearest);
+    return id;
+  }
   if (p.call == MlaCall::requantize) {
     for (const kernels::KScale use : {kernels::KScale::fold, kernels::KScale::drop}) {
       MlaPort q = p;

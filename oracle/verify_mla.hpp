@@ -7,7 +7,8 @@
 // byte for byte, so bytes of other slots, block padding and the tail's pad bytes count too.
 // The same comparison checks a requantizer (docs/ports.md "MLA requantize"): a whole 576-byte cache
 // converted to the 656-byte record (kernels::mla_requantize_576_to_656_cpu), k_scale folded into the
-// tile scales or dropped.
+// tile scales or dropped; and a dequantizer (docs/ports.md "MLA dequantize"): cache slots read back
+// as rows of BF16/FP16/FP32 values (kernels::mla_dequantize_cpu), compared value by value.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +21,16 @@
 
 namespace kvq::ports {
 
-// What the port's call does: quantize BF16 tokens into the cache, or requantize a whole cache.
-enum class MlaCall : std::uint8_t { quantize, requantize };
+// What the port's call does: quantize BF16 tokens into the cache, requantize a whole cache, or
+// dequantize slots of a cache into rows of values.
+enum class MlaCall : std::uint8_t { quantize, requantize, dequantize };
+
+// How a dequantizer rounds an FP8 code times its scale (tile scale, or k_scale) to the output dtype:
+// the product rounded to FP32 first, then to the output dtype (kvq's mla_dequantize_cpu; SGLang's
+// Triton dequantize_k_cache), or the exact product rounded once. They differ only for BF16/FP16
+// outputs and scales that are not powers of two (docs/ports.md "MLA dequantize").
+enum class MlaDequantRounding : std::uint8_t { fp32_product, exact_product };
+const char* name_of(MlaDequantRounding r);
 
 struct MlaPort {
   MlaCall call = MlaCall::quantize;
@@ -37,12 +46,18 @@ struct MlaPort {
   std::vector<std::uint8_t> src;
   float k_scale = 1.0f;
   kernels::KScale k_scale_use = kernels::KScale::fold;
+  // dequantize: `src` is the cache (of `shape`), slot_mapping the slot each output row reads, `after`
+  // the output rows [rows, dims] in `output`
+  kernels::DType output = kernels::DType::bf16;
+  MlaDequantRounding rounding = MlaDequantRounding::fp32_product;
   std::int64_t tokens() const { return static_cast<std::int64_t>(slot_mapping.size()); }
 };
 
+// A differing cache byte (quantize, requantize), or a differing output value (dequantize: offset is
+// the value's index, expected and actual its bits, token the output row).
 struct MlaDifference {
   std::int64_t offset = 0;
-  std::uint8_t before = 0, expected = 0, actual = 0;
+  std::uint32_t before = 0, expected = 0, actual = 0;
   bool addressed = false;
   std::int64_t block = 0, entry = -1, slot = -1, token = -1;  // entry -1: block padding
   kernels::MlaPart part = kernels::MlaPart::pad;
@@ -64,8 +79,8 @@ Status mla_tile_rule(const kernels::MlaLayout& l, const std::string& name, Recip
 MlaComparison compare_mla(const MlaPort& p, std::size_t keep);
 std::string describe_mla(const MlaPort& p, const MlaComparison& c);
 
-// Every named recipe that can be the layout's tile rule (kernels::mla_tile_recipe_error), or for
-// a requantizer both uses of k_scale, tried on the whole cache.
+// Every named recipe that can be the layout's tile rule (kernels::mla_tile_recipe_error), for a
+// requantizer both uses of k_scale, for a dequantizer both roundings, tried on the whole output.
 struct MlaCandidate {
   std::string recipe;
   MlaComparison comparison;

@@ -74,8 +74,14 @@ struct Site {
 // Calls visit(site) for every output element of the port's call, placed by FlashInfer's
 // semantics (kernels/rope_append.hpp's header comment): the pairing of `style`, cos/sin from row
 // pos_ids[i] of the cache, K and V of a non-padding token at its page and entry.
+// cos/sin rows: the port's cache (row pos_ids[i]) or rows computed per token (row i).
+struct CosSinRows {
+  const std::vector<float>& rows;
+  bool per_token = false;
+};
+
 template <typename Visit>
-void for_each_site(const RopePort& p, RopeStyle style, Visit&& visit) {
+void for_each_site(const RopePort& p, RopeStyle style, const CosSinRows& cos_sin, Visit&& visit) {
   const kernels::RopeShape& s = p.shape;
   const int R = s.rope_dim, N = s.nope_dim(), D = s.head_dim, P = s.page_size, half = R / 2;
   const bool append = p.kind == RopeKind::append;
@@ -87,7 +93,7 @@ void for_each_site(const RopePort& p, RopeStyle style, Visit&& visit) {
       const std::int64_t flat = static_cast<std::int64_t>(p.kv_indptr[b]) * P + p.positions[i];
       page = p.kv_indices[flat / P], entry = flat % P;
     }
-    const float* cs = &p.cos_sin_cache[static_cast<std::size_t>(p.pos_ids[i]) * R];
+    const float* cs = &cos_sin.rows[static_cast<std::size_t>(cos_sin.per_token ? i : p.pos_ids[i]) * R];
     const auto rope = [&](const std::vector<std::uint8_t>& raw, int heads, int head, float scale, int buffer,
                           std::int64_t out) {
       for (int j = 0; j < R; ++j) {
@@ -143,17 +149,72 @@ bool finite(float v) { return std::isfinite(v); }
 // The rotated differences checked against the bound (each a 100-digit computation): the first these many.
 constexpr std::int64_t kBoundChecks = 20000;
 
+// The cos/sin a port computes (RopeCosSin), a row per token [tokens, rope_dim] (cos of frequencies
+// 0..rope_dim/2-1, then their sin), each the FP32 nearest to the 100-digit value
+// (oracle/rope_oracle.hpp); each position computed once.
+std::vector<float> computed_cos_sin(const RopePort& p, RopeCosSin mode) {
+  const int R = p.shape.rope_dim, half = R / 2;
+  std::vector<float> table(p.pos_ids.size() * static_cast<std::size_t>(R), 0.0f);
+  std::map<std::int32_t, std::size_t> first;  // position -> the first token's row
+  for (std::size_t i = 0; i < p.pos_ids.size(); ++i) {
+    const std::int32_t pos = p.pos_ids[i];
+    float* row = &table[i * static_cast<std::size_t>(R)];
+    if (const auto it = first.find(pos); it != first.end()) {
+      std::copy_n(&table[it->second * static_cast<std::size_t>(R)], R, row);
+      continue;
+    }
+    first[pos] = i;
+    for (int f = 0; f < half; ++f) {
+      const oracle::RopeAngle a = mode == RopeCosSin::exact_angle ? oracle::rope_angle(pos, f, R, p.rope_theta)
+                                                                  : oracle::rope_fp32_angle(pos, f, R, p.rope_theta);
+      row[f] = oracle::fp32_nearest(a.cos);
+      row[half + f] = oracle::fp32_nearest(a.sin);
+    }
+  }
+  return table;
+}
+
+// Why the port's cos/sin under `mode` cannot be had, or "".
+std::string cos_sin_error(const RopePort& p, RopeCosSin mode) {
+  if (mode == RopeCosSin::cache && p.cos_sin_cache.empty())
+    return "the port was given no cos_sin_cache: name a computed cos/sin (parameters.cos_sin) with rope_theta";
+  if (mode != RopeCosSin::cache && !(p.rope_theta > 0.0 && std::isfinite(p.rope_theta)))
+    return std::string("cos/sin ") + name_of(mode) + " needs parameters.rope_theta (the base, > 0)";
+  return {};
+}
+
+// compare under `a` with the cos/sin rows `table` (the port's cache where a reads it, else computed).
+RopeComparison compare(const RopePort& p, const RopeArithmetic& a, std::size_t keep, bool bounds, const RopeScope& scope,
+                       const std::vector<float>& table);
+
 RopeComparison compare(const RopePort& p, const RopeArithmetic& a, std::size_t keep, bool bounds, const RopeScope& scope) {
+  if (a.cos_sin == RopeCosSin::cache) return compare(p, a, keep, bounds, scope, p.cos_sin_cache);
+  RopeComparison c;
+  if (auto e = cos_sin_error(p, a.cos_sin); !e.empty()) {
+    c.error = e;
+    return c;
+  }
+  if (c.error = validate_rope(p); !c.error.ok()) return c;
+  return compare(p, a, keep, bounds, scope, computed_cos_sin(p, a.cos_sin));
+}
+
+RopeComparison compare(const RopePort& p, const RopeArithmetic& a, std::size_t keep, bool bounds, const RopeScope& scope,
+                       const std::vector<float>& table) {
   RopeComparison c;
   c.error = validate_rope(p);
   if (!c.error.ok()) return c;
+  if (auto e = cos_sin_error(p, a.cos_sin); !e.empty()) {
+    c.error = e;
+    return c;
+  }
   std::vector<std::uint8_t> expected[kRopeBuffers], addressed[kRopeBuffers];
   for (int b = 0; b < kRopeBuffers; ++b) {
     expected[b] = p.before[b];
     addressed[b].assign(p.before[b].size(), 0);
     c.bytes[b] = static_cast<std::int64_t>(p.after[b].size());
   }
-  for_each_site(p, a.style, [&](const Site& e) {
+  const CosSinRows rows{table, a.cos_sin != RopeCosSin::cache};
+  for_each_site(p, a.style, rows, [&](const Site& e) {
     expected[e.buffer][e.offset] = site_code(p, a, e);
     addressed[e.buffer][e.offset] = 1;
   });
@@ -172,7 +233,7 @@ RopeComparison compare(const RopePort& p, const RopeArithmetic& a, std::size_t k
     }
   }
   if (!bounds && shown.empty()) return c;
-  for_each_site(p, a.style, [&](const Site& e) {  // details of the shown differences; the bound of rotated ones
+  for_each_site(p, a.style, rows, [&](const Site& e) {  // details of the shown differences; the bound of rotated ones
     const std::uint8_t got = p.after[e.buffer][e.offset];
     const bool differs = scope.buffers[e.buffer] && got != expected[e.buffer][e.offset];
     bool within = false;
@@ -200,7 +261,16 @@ std::string fp32(float v) { return hex_digits(bits_of(v), 8) + " = " + number(v)
 
 int RopeArithmetic::changes(const RopeArithmetic& d) const {
   return (style != d.style) + (fma != d.fma) + (ftz != d.ftz) + (scale != d.scale) + (saturate != d.saturate) +
-         (round_to_input != d.round_to_input);
+         (round_to_input != d.round_to_input) + (cos_sin != d.cos_sin);
+}
+
+const char* name_of(RopeCosSin c) {
+  switch (c) {
+    case RopeCosSin::cache: return "cache";
+    case RopeCosSin::exact_angle: return "computed-exact-angle";
+    case RopeCosSin::fp32_angle: return "computed-fp32-angle";
+  }
+  return "";
 }
 
 std::string RopeArithmetic::phrase() const {
@@ -211,6 +281,8 @@ std::string RopeArithmetic::phrase() const {
   if (scale == RopeScaleOp::reciprocal) s += ", value * RN(1/quant_scale)";
   if (!saturate) s += ", NaN on overflow (no satfinite)";
   if (round_to_input) s += ", rotated value rounded to the input dtype";
+  if (cos_sin == RopeCosSin::exact_angle) s += ", cos/sin computed (nearest FP32 to those of pos * theta^(-2f/rot))";
+  if (cos_sin == RopeCosSin::fp32_angle) s += ", cos/sin computed (nearest FP32 to those of the FP32 angle RN(pos * RN(theta^(-2f/rot))))";
   return s;
 }
 
@@ -250,7 +322,7 @@ Status validate_rope(const RopePort& p) {
     if (static_cast<std::int64_t>(p.after[b].size()) != rope_buffer_bytes(p, b) || p.before[b].size() != p.after[b].size())
       return std::string(rope_buffer_name(p, b)) + ": " + std::to_string(p.after[b].size()) + " bytes, expected " +
              std::to_string(rope_buffer_bytes(p, b));
-  if (static_cast<std::int64_t>(p.cos_sin_cache.size()) != s.max_pos * s.rope_dim)
+  if (!p.cos_sin_cache.empty() && static_cast<std::int64_t>(p.cos_sin_cache.size()) != s.max_pos * s.rope_dim)
     return "cos_sin_cache: must be [max_pos, rope_dim] float32";
   if (static_cast<std::int64_t>(p.pos_ids.size()) != s.tokens) return "pos_ids: must hold one entry a token";
   if (p.kind == RopeKind::quantize) {
@@ -317,18 +389,27 @@ RopeIdentification identify_rope(const RopePort& p, std::size_t nearest) {
   RopeIdentification id;
   RopeArithmetic base;
   base.style = p.shape.style;
+  base.cos_sin = p.cos_sin_cache.empty() ? RopeCosSin::exact_angle : RopeCosSin::cache;
   std::vector<RopeCandidate> all;
-  for (const RopeStyle style : {RopeStyle::neox, RopeStyle::gptj})
-    for (const RopeFma fma : {RopeFma::none, RopeFma::x_cos, RopeFma::partner_sin})
-      for (const bool ftz : {false, true})
-        for (const RopeScaleOp op : {RopeScaleOp::multiply, RopeScaleOp::divide, RopeScaleOp::reciprocal})
-          for (const bool saturate : {true, false})
-            for (const bool round : {false, true}) {
-              const RopeArithmetic a{style, fma, ftz, op, saturate, round};
-              RopeCandidate c{a, compare(p, a, 0, false, {})};
-              if (!c.comparison.error.ok()) return id;  // the port's arguments: no variant can read them
-              all.push_back(std::move(c));
-            }
+  // The cos/sin sources the port's data allows: its cache, and with rope_theta the computed ones
+  // (each table computed once; the port's arguments are validated first).
+  if (!validate_rope(p).ok()) return id;
+  std::vector<std::pair<RopeCosSin, std::vector<float>>> sources;
+  for (const RopeCosSin cs : {RopeCosSin::cache, RopeCosSin::exact_angle, RopeCosSin::fp32_angle})
+    if (cos_sin_error(p, cs).empty())
+      sources.emplace_back(cs, cs == RopeCosSin::cache ? p.cos_sin_cache : computed_cos_sin(p, cs));
+  for (const auto& [cos_sin, table] : sources)
+    for (const RopeStyle style : {RopeStyle::neox, RopeStyle::gptj})
+      for (const RopeFma fma : {RopeFma::none, RopeFma::x_cos, RopeFma::partner_sin})
+        for (const bool ftz : {false, true})
+          for (const RopeScaleOp op : {RopeScaleOp::multiply, RopeScaleOp::divide, RopeScaleOp::reciprocal})
+            for (const bool saturate : {true, false})
+              for (const bool round : {false, true}) {
+                const RopeArithmetic a{style, fma, ftz, op, saturate, round, cos_sin};
+                RopeCandidate c{a, compare(p, a, 0, false, {}, table)};
+                if (!c.comparison.error.ok()) return id;  // the port's arguments: no variant can read them
+                all.push_back(std::move(c));
+              }
   std::stable_sort(all.begin(), all.end(), [&](const RopeCandidate& x, const RopeCandidate& y) {
     return x.arithmetic.changes(base) < y.arithmetic.changes(base);
   });

@@ -31,6 +31,13 @@ enum class RopeScaleOp : std::uint8_t {
   divide,      // value / quant_scale (the scale read as a decode scale)
   reciprocal,  // value * RN(1 / quant_scale)
 };
+// Where cos and sin come from: the cos_sin_cache the port was given, or computed by the port from
+// pos and the manifest's rope_theta (kvq's rounding of each: the FP32 nearest to the cos and sin of
+// the exact angle pos * theta^(-2f/rot), or of the FP32 angle RN(pos * RN(theta^(-2f/rot))); CUDA's
+// sincosf and __sincosf, not correctly rounded, are neither: docs/rope.md "cos and sin").
+enum class RopeCosSin : std::uint8_t { cache, exact_angle, fp32_angle };
+const char* name_of(RopeCosSin c);  // "cache", "computed-exact-angle", "computed-fp32-angle"
+
 struct RopeArithmetic {
   kernels::RopeStyle style = kernels::RopeStyle::neox;  // NeoX (rotate half) or GPT-J (interleaved) pairs
   RopeFma fma = RopeFma::none;
@@ -38,6 +45,7 @@ struct RopeArithmetic {
   RopeScaleOp scale = RopeScaleOp::multiply;
   bool saturate = true;         // false: an overflow gives the E4M3 NaN (cvt.rn without .satfinite)
   bool round_to_input = false;  // the rotated value rounded to the input dtype (BF16/FP16) before it is scaled
+  RopeCosSin cos_sin = RopeCosSin::cache;
   int changes(const RopeArithmetic& port_default) const;  // dimensions that differ from port_default
   std::string phrase() const;                              // "NeoX, an FMA of x*cos, flush to zero"
 };
@@ -52,7 +60,9 @@ struct RopePort {
   kernels::RopeShape shape;  // attention, input dtype, style (is_neox), layout, geometry
   float quant_scale_q = 1.0f, quant_scale_kv = 1.0f;
   std::vector<std::uint8_t> q_rope, q_nope, k_rope, k_nope, v;  // raw values of shape.input
-  std::vector<float> cos_sin_cache;                             // [max_pos, rope_dim]
+  std::vector<float> cos_sin_cache;                             // [max_pos, rope_dim]; empty: not given
+  double rope_theta = 0;  // the base of a port that computes cos/sin (parameters.rope_theta); 0: not given
+  RopeCosSin cos_sin = RopeCosSin::cache;  // verify's model: the port's cache or the computed rows it claims
   std::vector<std::int32_t> pos_ids;                            // [tokens]
   std::vector<std::int32_t> kv_indptr, kv_indices, batch_indices, positions;  // rope-append
   std::vector<std::uint8_t> after[kRopeBuffers], before[kRopeBuffers];

@@ -130,13 +130,16 @@ struct Addressed {  // who owns an addressed byte, from the layout's forward off
   bool scale = false;
 };
 
-Outcome paged_planted(const RunContext& ctx, PagedFormat format, const ports::PagedScope& scope) {
+// token_head: vLLM's per-token-head FP8 store (the scale caches are buffers 2 and 3), its correct
+// dump written by the verifier's model (ports::paged_store_model) since kvq has no such kernel.
+Outcome paged_planted(const RunContext& ctx, PagedFormat format, const ports::PagedScope& scope, bool token_head = false) {
   return check_random(ctx, [&] {
     ports::PagedPort p;
     kernels::PagedStoreShape& s = p.shape;
     kernels::PagedKvLayout& L = s.layout;
     L.format = format;
-    s.recipe = recipe_from_name(format == PagedFormat::fp8 ? "fp8-e4m3-tensor" : "nvfp4")->recipe;
+    p.token_head_scales = token_head;
+    s.recipe = recipe_from_name(token_head ? "fp8-e4m3-token-head-triton" : format == PagedFormat::fp8 ? "fp8-e4m3-tensor" : "nvfp4")->recipe;
     L.order = *rc::gen::element(KvOrder::nhd, KvOrder::hnd);
     L.swizzle = format == PagedFormat::fp8 ? ScaleSwizzle::none
                                            : *rc::gen::element(ScaleSwizzle::none, ScaleSwizzle::v_only, ScaleSwizzle::k_and_v);
@@ -158,14 +161,19 @@ Outcome paged_planted(const RunContext& ctx, PagedFormat format, const ports::Pa
     p.value = random_values(count, ~seed);
     // random_values' largest magnitude, 2000 * 2^-4, as the amax that sets the scales
     p.scales.k[0] = tensor_scale(s.recipe, 125.0f), p.scales.v[0] = p.scales.k[0] * 0.5f;
-    const int buffers = ports::paged_buffers(L);
+    const int buffers = ports::paged_buffers(L, token_head);
+    const auto buffer_bytes = [&](int b) { return b < 2 ? L.buffer_bytes() : L.slots() * L.heads * 4; };
     for (int b = 0; b < buffers; ++b) {
-      p.before[b].assign(static_cast<std::size_t>(L.buffer_bytes()), 0xA5);
+      p.before[b].assign(static_cast<std::size_t>(buffer_bytes(b)), 0xA5);
       p.after[b] = p.before[b];
     }
-    const kernels::PagedStoreArgs a{p.key.data(), p.value.data(), p.slot_mapping.data(), p.after[0].data(),
-                                    buffers == 2 ? p.after[1].data() : nullptr};
-    RC_ASSERT(kernels::paged_store_cpu(s, p.scales, a).ok());
+    if (token_head) {
+      RC_ASSERT(ports::paged_store_model(p, p.after).ok());
+    } else {
+      const kernels::PagedStoreArgs a{p.key.data(), p.value.data(), p.slot_mapping.data(), p.after[0].data(),
+                                      buffers == 2 ? p.after[1].data() : nullptr};
+      RC_ASSERT(kernels::paged_store_cpu(s, p.scales, a).ok());
+    }
     // The addressed bytes, from the layout's forward offsets (kernels/paged_layout.hpp).
     std::map<PagedTarget, Addressed> owner;
     for (std::int64_t t = 0; t < s.tokens; ++t) {
@@ -178,30 +186,34 @@ Outcome paged_planted(const RunContext& ctx, PagedFormat format, const ports::Pa
             owner[{b, L.data_offset(side, slot / L.block_size, slot % L.block_size, h, i)}] = {t, h, i, false};
           for (std::int64_t i = 0; format == PagedFormat::nvfp4 && i < L.scales_per_head(); ++i)
             owner[{b, L.scale_offset(side, slot / L.block_size, slot % L.block_size, h, i)}] = {t, h, i, true};
+          for (std::int64_t i = 0; token_head && i < 4; ++i)  // the FP32 scale of (slot, head) in [blocks, block_size, heads]
+            owner[{2 + b, (slot * L.heads + h) * 4 + i}] = {t, h, i, true};
         }
       }
     }
-    const std::int64_t last = L.buffer_bytes() - 1;
-    std::vector<PagedTarget> edges = {{0, 0}, {buffers - 1, last}, {0, last}, {buffers - 1, 0}};
+    std::vector<PagedTarget> edges;
     if (!owner.empty()) edges.insert(edges.end(), {owner.begin()->first, owner.rbegin()->first});
-    for (int b = 0; b < buffers; ++b) {  // the first and last bytes of each cache that no token addresses
+    for (int b = 0; b < buffers; ++b) {  // each cache's first and last bytes, and those that no token addresses
+      const std::int64_t last = buffer_bytes(b) - 1;
+      edges.insert(edges.end(), {{b, 0}, {b, last}});
       std::int64_t lo = 0, hi = last;
       while (lo <= last && owner.count({b, lo})) ++lo;
       while (hi >= 0 && owner.count({b, hi})) --hi;
       if (lo <= hi) edges.insert(edges.end(), {{b, lo}, {b, hi}});
     }
     const auto targets = pick<PagedTarget>(edges, [&](std::uint32_t h) {
-      return PagedTarget{static_cast<int>(h % buffers), static_cast<std::int64_t>((h >> 2) % (last + 1))};
+      const int b = static_cast<int>(h % static_cast<std::uint32_t>(buffers));
+      return PagedTarget{b, static_cast<std::int64_t>((h >> 2) % static_cast<std::uint32_t>(buffer_bytes(b)))};
     }, k, seed);
-    std::int64_t addressed[2] = {}, untouched[2] = {};
+    std::int64_t addressed[ports::kMaxPagedBuffers] = {}, untouched[ports::kMaxPagedBuffers] = {};
     for (const PagedTarget& t : targets) {
       p.after[t.buffer][static_cast<std::size_t>(t.offset)] ^= 0x01;
       ++(owner.count(t) ? addressed : untouched)[t.buffer];
     }
     const ports::PagedComparison c = ports::compare_paged(p, 1000, scope);
-    RC_TAG(untouched[0] + untouched[1] ? "some outside the slots" : "all in the slots");
+    RC_TAG(untouched[0] + untouched[1] + untouched[2] + untouched[3] ? "some outside the slots" : "all in the slots");
     RC_ASSERT(c.error.ok());
-    for (int b = 0; b < 2; ++b) {
+    for (int b = 0; b < ports::kMaxPagedBuffers; ++b) {
       RC_ASSERT(c.addressed_mismatches[b] == addressed[b]);
       RC_ASSERT(c.untouched_changed[b] == untouched[b]);
     }
@@ -397,6 +409,58 @@ Outcome mla_planted(const RunContext& ctx) {
   });
 }
 
+// A random MLA dequantize call (kvq verify mla-dequant): a cache of random bytes with finite tile
+// scales, rows gathered from random slots (some twice), the output written by kvq's twin
+// (mla_dequantize_cpu, rows gathered), a random output dtype; k differing values planted (the
+// first and last value, the first and last rope value, at random), each reported at its row, slot
+// and dim.
+Outcome mla_dequant_planted(const RunContext& ctx) {
+  return check_random(ctx, [&] {
+    ports::MlaPort p;
+    p.call = ports::MlaCall::dequantize;
+    p.shape.layout = *rc::gen::element(kernels::MlaLayoutId::fp8_nope_block_scale_bf16_rope, kernels::MlaLayoutId::model1_fp8_sparse,
+                                       kernels::MlaLayoutId::fp8_nope_fp8_rope);
+    p.shape.block_size = *rc::gen::inRange(1, 4);
+    p.shape.num_blocks = *rc::gen::inRange(1, 3);
+    p.output = *rc::gen::element(kernels::DType::bf16, kernels::DType::fp16, kernels::DType::fp32);
+    p.k_scale = *rc::gen::element(1.0f, 0.375f, 3e-3f);
+    const kernels::MlaLayout l = p.shape.desc();
+    const auto seed = *rc::gen::arbitrary<std::uint32_t>();
+    for (std::int64_t i = 0; i < p.shape.bytes(); ++i) p.src.push_back(static_cast<std::uint8_t>(mix32(seed + i) & 0x77));
+    if (l.tile != 0)  // finite tile scales: FP32 0x3c..., or E8M0 bytes 0x70..0x7f
+      for (std::int64_t s = 0; s < p.shape.slots(); ++s)
+        for (int t = 0; t < l.tiles(); ++t) {
+          const int bytes = format_of(l.segment(kernels::MlaPart::tile_scales).format).bits() / 8;
+          std::uint8_t* at = p.src.data() + p.shape.part(s, kernels::MlaPart::tile_scales) + t * bytes;
+          if (bytes == 4) at[3] = 0x3c, at[2] &= 0x7f;
+          else at[0] = static_cast<std::uint8_t>(0x70 | (at[0] & 0x0f));
+        }
+    const std::int64_t rows = *rc::gen::inRange<std::int64_t>(1, p.shape.slots() + 2);
+    for (std::int64_t r = 0; r < rows; ++r) p.slot_mapping.push_back(static_cast<std::int64_t>(mix32(seed ^ (r + 3)) % p.shape.slots()));
+    const int w = kernels::bytes_of(p.output), dims = l.dims();
+    std::vector<std::uint8_t> all(static_cast<std::size_t>(p.shape.slots() * dims * w));
+    RC_ASSERT(kernels::mla_dequantize_cpu(p.shape, p.src.data(), p.k_scale, p.output, all.data()).ok());
+    for (const std::int64_t s : p.slot_mapping)
+      p.after.insert(p.after.end(), all.begin() + s * dims * w, all.begin() + (s + 1) * dims * w);
+    const std::int64_t last = rows * dims - 1;
+    const std::vector<std::int64_t> edges = {0, last, l.nope_dims(), (rows - 1) * dims + l.nope_dims()};
+    const int k = *rc::gen::inRange(1, 7);
+    const auto targets = pick<std::int64_t>(edges, [&](std::uint32_t h) { return static_cast<std::int64_t>(h % (last + 1)); }, k, seed);
+    for (const std::int64_t t : targets) p.after[static_cast<std::size_t>(t * w + (w == 4 ? 2 : 0))] ^= 0x01;  // a mantissa bit
+    const ports::MlaComparison c = ports::compare_mla(p, 1000);
+    RC_ASSERT(c.error.ok());
+    RC_ASSERT(c.addressed_mismatches == static_cast<std::int64_t>(targets.size()));
+    RC_ASSERT(c.untouched_changed == 0);
+    for (const std::int64_t t : targets)
+      RC_ASSERT(std::any_of(c.first.begin(), c.first.end(), [&](const ports::MlaDifference& d) {
+        const int dim = static_cast<int>(t % dims);
+        return d.offset == t && d.token == t / dims && d.slot == p.slot_mapping[static_cast<std::size_t>(t / dims)] &&
+               d.part == (dim < l.nope_dims() ? kernels::MlaPart::nope : kernels::MlaPart::rope) &&
+               d.index == (dim < l.nope_dims() ? dim : dim - l.nope_dims());
+      }));
+  });
+}
+
 // --- workspaces --------------------------------------------------------------------------------
 
 // A random NVFP4 page -> E4M3 workspace call (a few requests, shared pages, a random rounding),
@@ -479,11 +543,13 @@ std::vector<ComparatorMutant> comparator_mutants() {
       {"verify-block-scales-ignored", "the block scales are not compared (a role ignored)",
        [nvfp4](const RunContext& ctx) { return flat_planted(ctx, nvfp4, {0, 0, false}); }},
       {"verify-paged-value-cache-ignored", "the value cache is not compared (a role ignored)",
-       [](const RunContext& ctx) { return paged_planted(ctx, PagedFormat::fp8, {{true, false}, 0, true}); }},
+       [](const RunContext& ctx) { return paged_planted(ctx, PagedFormat::fp8, {{true, false, true, true}, 0, true}); }},
+      {"verify-paged-scale-caches-ignored", "a per-token-head store's scale caches are not compared (roles ignored)",
+       [](const RunContext& ctx) { return paged_planted(ctx, PagedFormat::fp8, {{true, true, false, false}, 0, true}, true); }},
       {"verify-paged-last-byte-skipped", "each cache's last byte is not compared (an off-by-one range)",
-       [](const RunContext& ctx) { return paged_planted(ctx, PagedFormat::nvfp4, {{true, true}, 1, true}); }},
+       [](const RunContext& ctx) { return paged_planted(ctx, PagedFormat::nvfp4, {{true, true, true, true}, 1, true}); }},
       {"verify-paged-outside-slots-ignored", "bytes outside the addressed slots are not checked",
-       [](const RunContext& ctx) { return paged_planted(ctx, PagedFormat::fp8, {{true, true}, 0, false}); }},
+       [](const RunContext& ctx) { return paged_planted(ctx, PagedFormat::fp8, {{true, true, true, true}, 0, false}); }},
       {"verify-rope-v-cache-ignored", "the V cache (MLA: the kpe cache) is not compared (a role ignored)",
        [](const RunContext& ctx) { return rope_planted(ctx, {{true, true, true, false}}); }},
   };
@@ -513,12 +579,15 @@ void register_comparator_properties() {
                  [r](const RunContext& ctx) { return flat_planted(ctx, r, {}); });
   }
   add_property("ports", "verify-mla/every-planted-difference-reported", Device::cpu, mla_planted);
+  add_property("ports", "verify-mla/dequantize/every-planted-difference-reported", Device::cpu, mla_dequant_planted);
   add_property("ports", "verify-workspace/every-planted-difference-reported", Device::cpu, workspace_planted);
   add_property("ports", "verify-rope/append/every-planted-difference-reported", Device::cpu,
                [](const RunContext& ctx) { return rope_planted(ctx, {}); });
   for (const PagedFormat f : {PagedFormat::fp8, PagedFormat::nvfp4})
     add_property("ports", std::string("verify-paged/") + (f == PagedFormat::fp8 ? "fp8" : "nvfp4") + "/every-planted-difference-reported",
                  Device::cpu, [f](const RunContext& ctx) { return paged_planted(ctx, f, {}); });
+  add_property("ports", "verify-paged/fp8-token-head/every-planted-difference-reported", Device::cpu,
+               [](const RunContext& ctx) { return paged_planted(ctx, PagedFormat::fp8, {}, true); });
   static const std::vector<ComparatorMutant> all = comparator_mutants();
   for (const ComparatorMutant& m : all)
     add_property("mutants", m.name, Device::cpu, [&m](const RunContext& ctx) { return caught(m, ctx); });

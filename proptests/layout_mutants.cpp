@@ -1,5 +1,6 @@
 // The layout bug classes seen in public kernels as mutants: swizzle applied on the wrong side,
-// padding slot written, per-tensor scale dropped in a layout conversion. Each is kvq's own kernel
+// padding slot written, per-tensor scale dropped in a layout conversion, a tile rule's scales of
+// another kind (FP32 for powers of two), a RoPE port's FMA contraction or flush to zero. Each is kvq's own kernel
 // (the CPU twin in suite `mutants`, the CUDA launcher in suite `gpu`, mutants/<name>/device) given
 // one wrong parameter; the ordinary paged / MLA property of that kernel must catch it.
 #include <sstream>
@@ -20,6 +21,9 @@ struct LayoutMutant {
   const char* claims;     // what the kernel says it does
   const char* property;   // the ordinary property run against it
   std::function<Outcome(const RunContext&, bool device)> run;
+  // false: the bug is a port's arithmetic that kvq's CUDA kernels do not have (the RoPE element
+  // mutants); the device suite holds kvq's kernel to the same property (gpu rope/crafted-elements-by-hand).
+  bool device_variant = true;
 };
 
 // The swizzle of V's scales applied to K's as well (the layout says V only).
@@ -50,6 +54,18 @@ std::vector<LayoutMutant> build() {
       {"mla-576-to-656-k-scale-dropped", "per-tensor scale dropped in a layout conversion (drop run as fold)",
        "MLA requant 576 -> 656, fold", "mla requant-576-to-656/fold/cpu-twin-vs-oracle",
        [](const RunContext& ctx, bool device) { return mla_requant_vs_oracle(ctx, KScale::fold, KScale::drop, device); }},
+      {"mla-656-fp32-tile-scales-for-power-of-two", "FP32 tile scales (amax/448, SGLang's) where FlashMLA's powers of two are claimed",
+       "MLA 656 writer, mla-fp8-tile128", "mla quantize-fp8_nope_with_block_scale_bf16_rope/mla-fp8-tile128/cpu-twin-vs-recipe-oracle",
+       [](const RunContext& ctx, bool device) {
+         return mla_quantize_vs_recipe_oracle(ctx, kernels::MlaLayoutId::fp8_nope_block_scale_bf16_rope, "mla-fp8-tile128",
+                                              nullptr, device);
+       }},
+      {"rope-fma-contracted", "the rotation's own product contracted into an FMA (-use_fast_math, nvcc's default -fmad)",
+       "kvq's RoPE + FP8 model (no FMA)", "rope crafted-elements-by-hand",
+       [](const RunContext& ctx, bool) { return rope_crafted_vs_hand(ctx, RopeElementBug::fma_x_cos, false); }, false},
+      {"rope-flush-to-zero", "subnormal inputs and results flushed to zero (-use_fast_math, -ftz=true)",
+       "kvq's RoPE + FP8 model (subnormals kept)", "rope crafted-elements-by-hand",
+       [](const RunContext& ctx, bool) { return rope_crafted_vs_hand(ctx, RopeElementBug::flush_to_zero, false); }, false},
   };
 }
 
@@ -86,6 +102,7 @@ Outcome caught(const LayoutMutant& m, const RunContext& ctx, bool device) {
 void register_layout_mutants() {
   for (const LayoutMutant& m : layout_mutants()) {
     add_property("mutants", m.name, Device::cpu, [&m](const RunContext& ctx) { return caught(m, ctx, false); });
+    if (!m.device_variant) continue;
     add_property("gpu", std::string("mutants/") + m.name + "/device", Device::cuda, [&m](const RunContext& ctx) {
       std::string why;
       if (!kernels::device::available(&why)) return skipped(why);

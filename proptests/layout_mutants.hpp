@@ -26,4 +26,22 @@ Outcome paged_store_vs_model(const RunContext& ctx, const Recipe& r, kernels::Pa
 // CPU twin or (device) the CUDA launcher.
 Outcome mla_requant_vs_oracle(const RunContext& ctx, kernels::KScale claimed, kernels::KScale run, bool device);
 
+// mla quantize-<layout>[/<claimed>]/cpu-twin-vs-recipe-oracle (claimed nullptr: the layout's own
+// tile rule) with the writer applying tile rule `run` (nullptr: the layout's own), on the CPU twin or
+// (device, `run` nullptr) the CUDA launcher.
+Outcome mla_quantize_vs_recipe_oracle(const RunContext& ctx, kernels::MlaLayoutId layout, const char* claimed,
+                                      const char* run, bool device);
+
+// How a RoPE port's element arithmetic departs from kvq's FP32 model (docs/rope.md "Arithmetic
+// variants"): the RoPE mutants.
+enum class RopeElementBug : std::uint8_t {
+  none,
+  fma_x_cos,      // fma(x, cos, -/+RN(partner*sin)): the compiler contracted the element's own product
+  flush_to_zero,  // every subnormal input and result of an FP32 operation flushed to +-0
+};
+
+// rope crafted-elements-by-hand: the codes of crafted calls, worked out by hand, against kvq's fused
+// twin (bug none), the CUDA launcher (device), or a port with `bug` (CPU).
+Outcome rope_crafted_vs_hand(const RunContext& ctx, RopeElementBug bug, bool device);
+
 }  // namespace kvq::props

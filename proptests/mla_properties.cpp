@@ -251,6 +251,20 @@ Bytes quant_cpu(const QuantProblem& p, std::uint8_t poison, const Recipe& tile) 
   return cache;
 }
 
+kvq::Status quant_gpu(const QuantProblem& p, std::uint8_t poison, Bytes* got);
+Recipe tile_rule(const kernels::MlaLayout& l, const char* name);
+
+// The writer under test: the CPU twin under tile rule `run` (nullptr: the layout's own), or the
+// launcher on the GPU (quant_gpu, below), which applies the layout's own rule.
+Bytes quant_under_test(const QuantProblem& p, std::uint8_t poison, const char* run, bool device) {
+  if (!device) return quant_cpu(p, poison, run ? tile_rule(p.cache.desc(), run) : kernels::mla_tile_recipe(p.cache.desc()));
+  if (run) throw std::runtime_error("the device MLA writer applies the layout's own tile rule only");
+  Bytes got;
+  const std::string e = quant_gpu(p, poison, &got).message();
+  if (!e.empty()) throw std::runtime_error("device quantize: " + e);
+  return got;
+}
+
 // The bytes a token at `slot` owns: its record and tail record (pad included).
 std::vector<std::size_t> owned_bytes(const MlaCacheShape& c, std::int64_t slot) {
   std::vector<std::size_t> out;
@@ -293,57 +307,7 @@ void register_quantize_properties() {
     // the oracle's, error within the tile's half gap (power-of-two scales); only the mapped tokens'
     // bytes written (poison), random page tables.
     add_property("mla", base + "/cpu-twin-vs-recipe-oracle", Device::cpu, [rule](const RunContext& ctx) {
-      return check_fraction(ctx, 10, [rule] {
-        const QuantProblem p = *gen_quant(rule.layout, 4);
-        const auto l = p.cache.desc();
-        const Recipe r = rule.recipe ? tile_rule(l, rule.recipe) : kernels::mla_tile_recipe(l);
-        const bool fp32_tile = r.scale == BlockScale::tensor_only;
-        const Bytes a = quant_cpu(p, kPoisons[0], r), b = quant_cpu(p, kPoisons[1], r);
-        std::vector<bool> owned(a.size(), false);
-        for (const auto s : p.slots)
-          if (s >= 0)
-            for (const auto i : owned_bytes(p.cache, s)) owned[i] = true;
-        for (std::size_t i = 0; i < a.size(); ++i)  // owned bytes written whatever was there; others untouched
-          RC_ASSERT((owned[i] ? a[i] == b[i] : (a[i] == kPoisons[0] && b[i] == kPoisons[1])));
-        const auto dq = dequant_bits(p.cache, a, 1.0f);
-        for (std::int64_t i = 0; i < p.tokens; ++i) {
-          const std::int64_t s = p.slots[static_cast<std::size_t>(i)];
-          if (s < 0) continue;
-          const std::uint16_t* row = p.x.data() + i * l.dims();
-          const std::size_t nope = static_cast<std::size_t>(p.cache.part(s, MlaPart::nope));
-          const std::size_t scales = static_cast<std::size_t>(p.cache.part(s, MlaPart::tile_scales));
-          for (int t = 0; t < l.tiles(); ++t) {
-            std::vector<float> tile(static_cast<std::size_t>(l.tile));
-            for (int k = 0; k < l.tile; ++k) tile[k] = float_from_bits(std::uint32_t{row[t * l.tile + k]} << 16);
-            float amax = 0.0f;  // the tile's max |x|, NaN ignored (docs/layouts.md)
-            for (const float v : tile) amax = std::fabs(v) > amax ? std::fabs(v) : amax;
-            const float g = fp32_tile ? oracle::recipe_tensor_scale(r, amax) : 1.0f;
-            const auto want = oracle::recipe_quantize_block(r, g, tile);
-            const bool finite = std::all_of(tile.begin(), tile.end(), [](float v) { return !std::isnan(v) && !std::isinf(v); });
-            if (fp32_tile) {  // the FP32 scale itself
-              RC_ASSERT(u32_at(a, scales + 4 * t) == bits_of(g));
-            } else if (l.id == MlaLayoutId::model1_fp8_sparse) {
-              RC_ASSERT(a[scales + t] == want.scale);
-            } else {  // FP32 2^(byte - 127), NaN for 0xFF
-              const std::uint32_t bits = want.scale == 0xFF ? kCanonicalNanBits : bits_of(std::ldexp(1.0f, want.scale - 127));
-              RC_ASSERT(u32_at(a, scales + 4 * t) == bits);
-            }
-            RC_ASSERT(fp32_tile || !finite || want.scale != 0xFF);  // no NaN scale from finite input
-            for (int k = 0; k < l.tile; ++k) {
-              RC_ASSERT(hex_code(kE4M3FN, a[nope + t * l.tile + k]) == hex_code(kE4M3FN, want.codes[k]));
-              const std::uint32_t value = oracle::recipe_dequantize_element(r, g, want.scale, want.codes[k]);
-              const std::size_t at = static_cast<std::size_t>(s * l.dims() + t * l.tile + k);
-              RC_ASSERT(hex_code(kFP32, dq[at]) == hex_code(kFP32, value));
-              // A code rounded up near FP32's top (|x| > 0x1.fp127) dequantizes past FP32 max to inf.
-              if (!fp32_tile && finite && std::isfinite(float_from_bits(dq[at])))
-                RC_ASSERT(within_half_gap(tile[k], float_from_bits(dq[at]), want.scale - 127));
-            }
-          }
-          const std::size_t rope = static_cast<std::size_t>(p.cache.part(s, MlaPart::rope));
-          for (int k = 0; k < l.rope_dims(); ++k) RC_ASSERT(u16_at(a, rope + 2 * k) == row[l.nope_dims() + k]);
-          if (l.has(MlaPart::pad)) RC_ASSERT(a[static_cast<std::size_t>(p.cache.part(s, MlaPart::pad))] == 0);
-        }
-      });
+      return mla_quantize_vs_recipe_oracle(ctx, rule.layout, rule.recipe, rule.recipe, false);
     });
   }
   // Crafted tiles, expected values by hand from each rule: the 656-byte record's own
@@ -980,6 +944,67 @@ Outcome mla_requant_vs_oracle(const RunContext& ctx, KScale claimed, KScale run,
                   hex_code(kFP32, u32_at(a, out + 512 + 4 * t)) + ", want " + hex_code(kFP32, bits_of(scale)));
       for (int i = 0; i < 64; ++i)
         RC_ASSERT(hex_code(kBF16, u16_at(a, out + 528 + 2 * i)) == hex_code(kBF16, oracle_rope_bf16(p.src[in + 512 + i], scale)));
+    }
+  });
+}
+
+// The body of quantize-<layout>[/<claimed>]/cpu-twin-vs-recipe-oracle: codes and scales == the
+// recipe oracle's for the claimed tile rule (nullptr: the layout's own), rope copied, dequantized
+// values == the oracle's, error within the tile's half gap (power-of-two scales); only the mapped
+// tokens' bytes written (poison), random page tables. The writer under test applies `run` (a
+// mutant's rule; nullptr: the layout's own) on the CPU twin, or (device) is the CUDA launcher, which
+// applies the layout's own rule.
+Outcome mla_quantize_vs_recipe_oracle(const RunContext& ctx, MlaLayoutId layout, const char* claimed, const char* run,
+                                      bool device) {
+  return check_fraction(ctx, 10, [layout, claimed, run, device] {
+    const QuantProblem p = *gen_quant(layout, 4);
+    const auto l = p.cache.desc();
+    const Recipe r = claimed ? tile_rule(l, claimed) : kernels::mla_tile_recipe(l);
+    const bool fp32_tile = r.scale == BlockScale::tensor_only;
+    const Bytes a = quant_under_test(p, kPoisons[0], run, device), b = quant_under_test(p, kPoisons[1], run, device);
+    std::vector<bool> owned(a.size(), false);
+    for (const auto s : p.slots)
+      if (s >= 0)
+        for (const auto i : owned_bytes(p.cache, s)) owned[i] = true;
+    for (std::size_t i = 0; i < a.size(); ++i)  // owned bytes written whatever was there; others untouched
+      RC_ASSERT((owned[i] ? a[i] == b[i] : (a[i] == kPoisons[0] && b[i] == kPoisons[1])));
+    const auto dq = dequant_bits(p.cache, a, 1.0f);
+    for (std::int64_t i = 0; i < p.tokens; ++i) {
+      const std::int64_t s = p.slots[static_cast<std::size_t>(i)];
+      if (s < 0) continue;
+      const std::uint16_t* row = p.x.data() + i * l.dims();
+      const std::size_t nope = static_cast<std::size_t>(p.cache.part(s, MlaPart::nope));
+      const std::size_t scales = static_cast<std::size_t>(p.cache.part(s, MlaPart::tile_scales));
+      for (int t = 0; t < l.tiles(); ++t) {
+        std::vector<float> tile(static_cast<std::size_t>(l.tile));
+        for (int k = 0; k < l.tile; ++k) tile[k] = float_from_bits(std::uint32_t{row[t * l.tile + k]} << 16);
+        float amax = 0.0f;  // the tile's max |x|, NaN ignored (docs/layouts.md)
+        for (const float v : tile) amax = std::fabs(v) > amax ? std::fabs(v) : amax;
+        const float g = fp32_tile ? oracle::recipe_tensor_scale(r, amax) : 1.0f;
+        const auto want = oracle::recipe_quantize_block(r, g, tile);
+        const bool finite = std::all_of(tile.begin(), tile.end(), [](float v) { return !std::isnan(v) && !std::isinf(v); });
+        if (fp32_tile) {  // the FP32 scale itself
+          RC_ASSERT(u32_at(a, scales + 4 * t) == bits_of(g));
+        } else if (l.id == MlaLayoutId::model1_fp8_sparse) {
+          RC_ASSERT(a[scales + t] == want.scale);
+        } else {  // FP32 2^(byte - 127), NaN for 0xFF
+          const std::uint32_t bits = want.scale == 0xFF ? kCanonicalNanBits : bits_of(std::ldexp(1.0f, want.scale - 127));
+          RC_ASSERT(u32_at(a, scales + 4 * t) == bits);
+        }
+        RC_ASSERT(fp32_tile || !finite || want.scale != 0xFF);  // no NaN scale from finite input
+        for (int k = 0; k < l.tile; ++k) {
+          RC_ASSERT(hex_code(kE4M3FN, a[nope + t * l.tile + k]) == hex_code(kE4M3FN, want.codes[k]));
+          const std::uint32_t value = oracle::recipe_dequantize_element(r, g, want.scale, want.codes[k]);
+          const std::size_t at = static_cast<std::size_t>(s * l.dims() + t * l.tile + k);
+          RC_ASSERT(hex_code(kFP32, dq[at]) == hex_code(kFP32, value));
+          // A code rounded up near FP32's top (|x| > 0x1.fp127) dequantizes past FP32 max to inf.
+          if (!fp32_tile && finite && std::isfinite(float_from_bits(dq[at])))
+            RC_ASSERT(within_half_gap(tile[k], float_from_bits(dq[at]), want.scale - 127));
+        }
+      }
+      const std::size_t rope = static_cast<std::size_t>(p.cache.part(s, MlaPart::rope));
+      for (int k = 0; k < l.rope_dims(); ++k) RC_ASSERT(u16_at(a, rope + 2 * k) == row[l.nope_dims() + k]);
+      if (l.has(MlaPart::pad)) RC_ASSERT(a[static_cast<std::size_t>(p.cache.part(s, MlaPart::pad))] == 0);
     }
   });
 }

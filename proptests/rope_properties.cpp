@@ -18,6 +18,7 @@
 #include "kernels/rope_append.hpp"
 #include "oracle/rope_oracle.hpp"
 #include "proptests/conversion_space.hpp"
+#include "proptests/layout_mutants.hpp"
 #include "proptests/harness/mix32.hpp"
 #include "proptests/harness/rapidcheck_bridge.hpp"
 
@@ -539,6 +540,102 @@ RopeProblem small_problem() {
   return p;
 }
 
+// ---- Crafted elements (docs/rope.md "Arithmetic variants"), worked out by hand, u = 2^-24 ----
+//
+// 1. The first of a NeoX pair, x = 3.5, cos = 1 - 3u, partner = 4.875 - 3 * 2^-21, sin = 0.5, scale 1:
+//    x * cos = 3.5 - 10.5u lies between the FP32 neighbours 3.5 - 12u and 3.5 - 8u (a step of 4u
+//    there), nearer the first: RN(x * cos) = 3.5 - 12u; partner * sin = 2.4375 - 12u exactly; their
+//    difference is exactly 1.0625, the E4M3 midpoint of 1 and 1.125, which goes to even: 0x38. A
+//    compiler that contracts x * cos into an FMA computes RN(3.5 - 10.5u - 2.4375 + 12u) =
+//    RN(1.0625 + 1.5u) = 1.0625 + 2u (a step of 2u), past the midpoint: 0x39.
+// 2. x = 2^-100, cos = 2^-30, partner = sin = 0, scale 2^127: x * cos = 2^-130, an FP32 subnormal, times
+//    2^127 is 0.125: 0x20. Flushed to zero (-use_fast_math): 0x00.
+struct CraftedElement {
+  const char* what;
+  float x, partner, c, s, scale;
+  std::uint8_t code;
+};
+const CraftedElement kCraftedElements[] = {
+    {"x*cos rounded before the subtraction (no FMA)", 3.5f, 4.875f - 3 * 0x1p-21f, 1.0f - 3 * 0x1p-24f, 0.5f, 1.0f, 0x38},
+    {"a subnormal product kept (no flush to zero)", 0x1p-100f, 0.0f, 0x1p-30f, 0.0f, 0x1p127f, 0x20},
+};
+
+// One token, one Q and one K head of rope_dim 2 (NeoX; element 0 is x, element 1 its partner), FP32
+// inputs, a cos_sin row (cos, sin), one page of one slot; V zero.
+RopeProblem crafted_problem(const CraftedElement& e) {
+  RopeProblem p;
+  RopeShape& s = p.s;
+  s.attention = kernels::Attention::mha;
+  s.input = DType::fp32;
+  s.style = RopeStyle::neox;
+  s.layout = KvLayout::nhd;
+  s.tokens = 1, s.batch = 1, s.q_heads = 1, s.kv_heads = 1, s.rope_dim = 2, s.head_dim = 2;
+  s.max_pos = 1, s.page_size = 1, s.num_pages = 1, s.num_page_indices = 1;
+  const auto raw = [](float a, float b) {
+    Bytes out(8);
+    std::memcpy(out.data(), &a, 4);
+    std::memcpy(out.data() + 4, &b, 4);
+    return out;
+  };
+  p.q_rope = p.k_rope = raw(e.x, e.partner);
+  p.v = raw(0.0f, 0.0f);
+  p.cos_sin = {e.c, e.s};
+  p.indptr = {0, 1}, p.indices = {0}, p.batch_indices = {0}, p.positions = {0}, p.pos_ids = {0};
+  p.scale_q = p.scale_kv = e.scale;
+  return p;
+}
+
+// A port's element arithmetic with one -use_fast_math habit (the RoPE mutants), over the whole call
+// as expected_outputs places it.
+float flushed(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v; }
+RopeOutputs outputs_with(const RopeProblem& p, std::uint8_t poison, RopeElementBug bug) {
+  RopeOutputs o = poisoned(p.s, p.s.cache_slots(), poison);
+  for_each_element(p, [&](const ElementSite& e) {
+    float v = e.x;
+    if (bug == RopeElementBug::flush_to_zero) {
+      if (e.rotated) {
+        const float a = flushed(flushed(e.x) * flushed(e.c)), b = flushed(flushed(e.partner) * flushed(e.s));
+        v = flushed(e.first ? a - b : a + b);
+      }
+      (o.*e.buffer)[e.offset] = e4m3_codec(flushed(flushed(v) * flushed(e.scale)));
+      return;
+    }
+    if (e.rotated) {
+      const float b = e.partner * e.s;
+      v = bug == RopeElementBug::fma_x_cos ? std::fma(e.x, e.c, e.first ? -b : b) : (e.first ? e.x * e.c - b : e.x * e.c + b);
+    }
+    (o.*e.buffer)[e.offset] = e4m3_codec(v * e.scale);
+  });
+  return o;
+}
+
+}  // namespace
+
+// rope/crafted-elements-by-hand: Q's and K's first element of each crafted call == the code worked
+// out by hand, from kvq's fused twin, the CUDA launcher (device), or a port with `bug`.
+Outcome rope_crafted_vs_hand(const RunContext& ctx, RopeElementBug bug, bool device) {
+  Tally tally;
+  for (const CraftedElement& e : kCraftedElements) {
+    const RopeProblem p = crafted_problem(e);
+    RopeOutputs got;
+    std::string error;
+    if (device) error = run_device(p, true, 0xA5, &got);
+    else got = bug == RopeElementBug::none ? run_fused_cpu(p, 0xA5) : outputs_with(p, 0xA5, bug);
+    if (!error.empty()) {
+      tally.fail(std::string(e.what) + ": " + error);
+      continue;
+    }
+    for (const auto& [name, byte] : {std::pair{"q_rope_out", got.q_rope[0]}, std::pair{"k_cache", got.k[0]}}) {
+      if (byte == e.code) tally.pass();
+      else tally.fail(std::string(e.what) + ": " + name + " element 0 is " + hex_code(kE4M3FN, byte) + ", by hand " +
+                      hex_code(kE4M3FN, e.code));
+    }
+  }
+  return tally.outcome(ctx);
+}
+
+namespace {
+
 void register_rope_properties() {
   const auto fewer = [](const RunContext& ctx, int divisor) {
     RunContext c = ctx;
@@ -821,6 +918,17 @@ void register_rope_properties() {
   });
 }
 KVQ_REGISTER_PROPERTIES(register_rope_properties);
+
+void register_rope_crafted() {
+  add_property("rope", "crafted-elements-by-hand", Device::cpu,
+               [](const RunContext& ctx) { return rope_crafted_vs_hand(ctx, RopeElementBug::none, false); });
+  add_property("gpu", "rope/crafted-elements-by-hand", Device::cuda, [](const RunContext& ctx) {
+    std::string why;
+    if (!kernels::device::available(&why)) return skipped(why);
+    return rope_crafted_vs_hand(ctx, RopeElementBug::none, true);
+  });
+}
+KVQ_REGISTER_PROPERTIES(register_rope_crafted);
 
 }  // namespace
 }  // namespace kvq::props

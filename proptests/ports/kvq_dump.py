@@ -102,13 +102,19 @@ def dump(inputs_dir, outputs_dir, x, codes, recipe=None, block_scales=None, glob
     return manifest
 
 
-def dump_paged_store(inputs_dir, outputs_dir, key, value, slot_mapping, k_scale, v_scale, key_cache=None,
-                     value_cache=None, kv_cache=None, poison=None, recipe=None, kv_layout="NHD", scale_swizzle=None):
+def dump_paged_store(inputs_dir, outputs_dir, key, value, slot_mapping, k_scale=None, v_scale=None, key_cache=None,
+                     value_cache=None, kv_cache=None, poison=None, recipe=None, kv_layout="NHD", scale_swizzle=None,
+                     k_scale_cache=None, v_scale_cache=None):
     """A paged store's call (docs/ports.md "Paged stores"), vLLM's argument names: key, value
     [tokens, heads, head_dim], slot_mapping (int32/int64), the FP8 caches key_cache/value_cache or
-    an NVFP4 kv_cache as written, the decode scales k_scale/v_scale (one, or one a head), and the
-    byte the caches held before the call (poison; None: the bytes outside the slots go unchecked).
-    Inputs go to inputs_dir, the caches and manifest.json to outputs_dir; returns the manifest."""
+    an NVFP4 kv_cache as written, the decode scales k_scale/v_scale (one, or one a head) or, for
+    vLLM's per-token-head store, the scale caches k_scale_cache/v_scale_cache (float32 [num_blocks,
+    block_size, heads]) as written, and the byte the caches held before the call (poison; None: the
+    bytes outside the slots go unchecked). Inputs go to inputs_dir, the caches and manifest.json to
+    outputs_dir; returns the manifest."""
+    token_head = k_scale_cache is not None or v_scale_cache is not None
+    if token_head == (k_scale is not None or v_scale is not None) or (token_head and (k_scale_cache is None or v_scale_cache is None)):
+        raise ValueError("give k_scale and v_scale, or (per-token-head) k_scale_cache and v_scale_cache")
     if kv_layout not in ("NHD", "HND"):
         raise ValueError("kv_layout is 'NHD' or 'HND'")
     if (kv_cache is None) == (key_cache is None or value_cache is None):
@@ -123,13 +129,17 @@ def dump_paged_store(inputs_dir, outputs_dir, key, value, slot_mapping, k_scale,
     if sa.dtype not in (np.int32, np.int64):
         raise ValueError("slot_mapping must be int32 or int64, got %s" % sa.dtype)
     tensors["slot_mapping"] = {"file": _save(inputs_dir, "slot_mapping.npy", sa)}
-    for role, t in (("k_scale", k_scale), ("v_scale", v_scale)):
+    for role, t in () if token_head else (("k_scale", k_scale), ("v_scale", v_scale)):
         a, _ = to_numpy(t)
         tensors[role] = {"file": _save(inputs_dir, role + ".npy", np.asarray(a, dtype=np.float32).reshape(-1))}
     caches = (("kv_cache", kv_cache),) if kv_cache is not None else (("key_cache", key_cache), ("value_cache", value_cache))
+    if token_head:
+        caches = caches + (("k_scale_cache", k_scale_cache), ("v_scale_cache", v_scale_cache))
     for role, t in caches:
         a, _ = to_numpy(t)
-        tensors[role] = {"file": _save(outputs_dir, role + ".npy", a.view(np.uint8))}
+        if role.endswith("scale_cache") and a.dtype != np.float32:  # their bytes: [..., heads, 4]
+            a = np.ascontiguousarray(a).view(np.float32).reshape(a.shape[:-1])
+        tensors[role] = {"file": _save(outputs_dir, role + ".npy", a if role.endswith("scale_cache") else a.view(np.uint8))}
         if poison is not None:
             tensors[role]["poison"] = "0x%02X" % int(poison)
     manifest = {"kvq_port_manifest": 1, "kind": "paged-store", "tensors": tensors, "layout": {"kv_layout": kv_layout}}
@@ -193,6 +203,26 @@ def dump_mla_requant(inputs_dir, outputs_dir, src_cache, dst_cache, k_scale, blo
                                          "parameters": parameters})
 
 
+def dump_mla_dequant(inputs_dir, outputs_dir, k_cache, output, layout, block_size, indices=None, k_scale=None):
+    """An MLA cache read back as values (docs/ports.md "MLA dequantize"): the cache (uint8, whole
+    blocks of the layout's records), output (BF16/FP16/FP32 [rows, dims of the layout]) as the port
+    wrote it, the layout's name and block_size; indices (int32/int64): the slot each output row reads
+    (None: every slot in order); k_scale: the codes' decode scale where the layout has no tile scales."""
+    ca, _ = to_numpy(k_cache)
+    oa, odt = to_numpy(output)
+    tensors = {"k_cache": {"file": _save(inputs_dir, "k_cache.npy", ca.view(np.uint8))},
+               "output": {"file": _save(outputs_dir, "output.npy", oa)}}
+    if odt:
+        tensors["output"]["dtype"] = odt
+    if indices is not None:
+        ia, _ = to_numpy(indices)
+        tensors["indices"] = {"file": _save(inputs_dir, "indices.npy", ia)}
+    if k_scale is not None:
+        tensors["k_scale"] = {"bits": "0x%08x" % int(np.float32(k_scale).view(np.uint32))}
+    return _write_manifest(outputs_dir, {"kvq_port_manifest": 1, "kind": "mla-dequant", "tensors": tensors,
+                                         "parameters": {"layout": layout, "block_size": int(block_size)}})
+
+
 def dump_workspace(inputs_dir, outputs_dir, kv_cache, block_tables, cu_seq_lens, k_scale, v_scale, k_workspace,
                    v_workspace, k_workspace_scale=None, v_workspace_scale=None, rounding=None, poison=None):
     """An NVFP4 paged cache -> E4M3 prefill workspace call (docs/ports.md "Workspaces"): kv_cache
@@ -237,13 +267,15 @@ ROPE_OUTPUTS = ("q_rope_out", "q_nope_out", "k_rope_out", "k_nope_out", "k_cache
 
 
 def dump_rope(inputs_dir, outputs_dir, kind, tensors, is_neox, quant_scale_q, quant_scale_kv, page_size=None,
-              kv_layout="NHD", poison=None):
+              kv_layout="NHD", poison=None, rope_theta=None, cos_sin=None):
     """A FlashInfer-style fused RoPE + FP8 call (docs/ports.md "RoPE"): kind "rope-quantize"
     (rope_quantize_fp8) or "rope-append" (rope_quantize_fp8_append_paged_kv_cache); tensors maps
     FlashInfer's argument names (q_rope, k_rope, q_nope, k_nope, v, cos_sin_cache, pos_ids, kv_indptr,
     kv_indices, batch_indices, positions) and outputs (q_rope_out, q_nope_out, k_rope_out, k_nope_out,
     k_cache, v_cache, ckv_cache, kpe_cache) to tensors; poison: the byte the outputs held before the
-    call (None: unknown). Returns the manifest."""
+    call (None: unknown); rope_theta: the base of a port that computes cos/sin itself, and cos_sin the
+    way kvq verify should model it ("computed-exact-angle", "computed-fp32-angle"; None: the cache if
+    given). Returns the manifest."""
     if kind not in ("rope-quantize", "rope-append"):
         raise ValueError("kind is 'rope-quantize' or 'rope-append'")
     roles = {}
@@ -266,6 +298,10 @@ def dump_rope(inputs_dir, outputs_dir, kind, tensors, is_neox, quant_scale_q, qu
     if kind == "rope-append":
         params["page_size"] = int(page_size)
         params["kv_layout"] = kv_layout
+    if rope_theta is not None:
+        params["rope_theta"] = float(rope_theta)
+    if cos_sin is not None:
+        params["cos_sin"] = cos_sin
     manifest = {"kvq_port_manifest": 1, "kind": kind, "tensors": roles, "parameters": params}
     os.makedirs(outputs_dir, exist_ok=True)
     with open(os.path.join(outputs_dir, "manifest.json"), "w") as f:
@@ -415,6 +451,15 @@ def workspace_demo(directory, sglang):
 
 # --- FlashInfer's rope_quantize_fp8 in numpy (docs/ports.md "RoPE") ---------------------------------
 
+def computed_cos_sin_numpy(pos, dim, theta):
+    """cos/sin as a port computes them itself: an FP32 inverse frequency theta^(-2f/dim), the FP32
+    angle pos * inv_freq, its cos and sin rounded to FP32 (float64 libm, then rounded)."""
+    inv_freq = (float(theta) ** (-np.arange(0, dim, 2, dtype=np.float64) / dim)).astype(np.float32)
+    angle = (pos.astype(np.float32)[:, None] * inv_freq[None, :]).astype(np.float32)
+    a = angle.astype(np.float64)
+    return np.concatenate([np.cos(a), np.sin(a)], axis=1).astype(np.float32)
+
+
 def rope_numpy_port(x, cos_sin, pos, scale, neox=True):
     """x float32 [tokens, heads, rope_dim]: each pair rotated in float32 (x*c -+ x_p*s, every product
     and sum rounded, no FMA), times scale, E4M3 codes. neox: pairs (j, j + rope_dim/2), else (2f, 2f+1)."""
@@ -428,7 +473,7 @@ def rope_numpy_port(x, cos_sin, pos, scale, neox=True):
     return e4m3_numpy((o * np.float32(scale)).astype(np.float32))
 
 
-def rope_demo(directory, gptj):
+def rope_demo(directory, gptj, computed=False):
     rng = np.random.default_rng(20261126)
     tokens, q_heads, k_heads, dim, max_pos = 5, 4, 2, 64, 4096
     inv_freq = 1.0 / (10000.0 ** (np.arange(0, dim, 2) / dim))
@@ -438,6 +483,17 @@ def rope_demo(directory, gptj):
     q = (rng.standard_normal((tokens, q_heads, dim)) * 4).astype(np.float32)
     k = (rng.standard_normal((tokens, k_heads, dim)) * 4).astype(np.float32)
     scale_q, scale_kv = np.float32(8), np.float32(0.5)
+    if computed:  # a port that takes no cache: cos/sin of FP32 angles, positions up to 10^5 (rows by token)
+        tokens = 32
+        pos = np.linspace(0, 100000, tokens).astype(np.int64)
+        q = (rng.standard_normal((tokens, q_heads, dim)) * 4).astype(np.float32)
+        k = (rng.standard_normal((tokens, k_heads, dim)) * 4).astype(np.float32)
+        rows = computed_cos_sin_numpy(pos, dim, 10000.0)
+        q_out = rope_numpy_port(q, rows, np.arange(tokens), scale_q, neox=not gptj)
+        k_out = rope_numpy_port(k, rows, np.arange(tokens), scale_kv, neox=not gptj)
+        return dump_rope(os.path.join(directory, "in"), os.path.join(directory, "out"), "rope-quantize",
+                         dict(q_rope=q, k_rope=k, pos_ids=pos, q_rope_out=q_out, k_rope_out=k_out),
+                         is_neox=True, quant_scale_q=scale_q, quant_scale_kv=scale_kv, rope_theta=10000.0)
     q_out = rope_numpy_port(q, cos_sin, pos, scale_q, neox=not gptj)
     k_out = rope_numpy_port(k, cos_sin, pos, scale_kv, neox=not gptj)
     return dump_rope(os.path.join(directory, "in"), os.path.join(directory, "out"), "rope-quantize",
@@ -532,6 +588,8 @@ if __name__ == "__main__":
     parser.add_argument("--stray", action="store_true", help="the paged store also writes a byte outside its slots")
     parser.add_argument("--rope-demo", metavar="DIR", help="write the numpy rope_quantize_fp8 under DIR/in, DIR/out")
     parser.add_argument("--gptj", action="store_true", help="the RoPE port pairs GPT-J style though the call says NeoX")
+    parser.add_argument("--computed-cos-sin", action="store_true",
+                        help="the RoPE port takes no cache: it computes cos/sin of FP32 angles (kvq's model: of the exact angles)")
     parser.add_argument("--mla-demo", metavar="DIR", help="write the numpy 656-byte MLA writer under DIR/in, DIR/out")
     parser.add_argument("--fp32-tile-scales", action="store_true", help="the MLA writer stores amax/448 tile scales")
     parser.add_argument("--requant-demo", metavar="DIR", help="write the numpy 576 -> 656 conversion under DIR/in, DIR/out")
@@ -548,7 +606,7 @@ if __name__ == "__main__":
     elif args.paged_demo:
         print(json.dumps(paged_demo(args.paged_demo, args.stray), indent=2))
     elif args.rope_demo:
-        print(json.dumps(rope_demo(args.rope_demo, args.gptj), indent=2))
+        print(json.dumps(rope_demo(args.rope_demo, args.gptj, args.computed_cos_sin), indent=2))
     elif args.mla_demo:
         print(json.dumps(mla_demo(args.mla_demo, args.fp32_tile_scales), indent=2))
     elif args.requant_demo:

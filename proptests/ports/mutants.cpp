@@ -93,6 +93,21 @@ std::vector<Mutant> build() {
                        "blockfp4-e8m0-ceil", [](Mutant& m) { m.dequantize_recipe.dequantize_unsigned_zero = false; }));
   all.push_back(mutant("mxfp8-rceil-zero-byte-unscaled", "scale byte 0 applied as 1 (torchao's RCEIL) where the port scales by 2^127",
                        "mxfp8-e4m3-rceil", [](Mutant& m) { m.quantize_recipe.pow2_zero_byte_unscaled = true; }));
+  // The dimensions of real code still without a mutant above: E8M0 from bmax rounded to the element's
+  // mantissa width, the scale expression in the input dtype, rcp.approx.ftz (-use_fast_math), a
+  // clamp of the block scale. (A floor on a per-tensor scale, vLLM's 1e-6, acts where g is computed
+  // from amax, before the kernel the port properties call: kvq verify's identify covers it.)
+  all.push_back(mutant("mxfp4-even-as-floor", "E8M0 exponent from bmax itself where the port rounds bmax to the element's mantissa first",
+                       "mxfp4-even", [](Mutant& m) { m.quantize_recipe.pow2 = Pow2Rule::floor; }));
+  all.push_back(mutant("blockfp4-ratio-in-bf16", "the scale's ratio and log2 rounded to BF16 where the port computes them in FP32",
+                       "blockfp4-e8m0-ceil", [](Mutant& m) { m.quantize_recipe.scale_dtype = FormatId::bf16; }));
+  all.push_back(mutant("nvfp4-compressed-tensors-ratio-in-bf16",
+                       "the global scale and block ratio in BF16 where the port computes them in FP32",
+                       "nvfp4-compressed-tensors", [](Mutant& m) { m.quantize_recipe.scale_dtype = FormatId::bf16; }));
+  all.push_back(mutant("nvfp4-flashinfer-kv-ieee-reciprocal", "IEEE reciprocals where the port uses rcp.approx.ftz (-use_fast_math)",
+                       "nvfp4-flashinfer-kv", [](Mutant& m) { m.quantize_recipe.reciprocal = Reciprocal::ieee; }));
+  all.push_back(mutant("nvfp4-torchao-scale-unclamped", "the block scale not clamped to [2^-6, 448] where torchao clamps it",
+                       "nvfp4-torchao", [](Mutant& m) { m.quantize_recipe.clamp_block_scale = false; }));
   return all;
 }
 

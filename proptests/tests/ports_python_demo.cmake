@@ -38,6 +38,7 @@ endif()
 # and kvq identify names what the port does. Each entry: demo flag; bug flag; kvq verify's
 # argument; the line identify must print.
 foreach(demo "rope-demo;gptj;rope-quantize;exact: this port follows GPT-J pairs, no FMA\n"
+             "rope-demo;computed-cos-sin;rope-quantize;exact: this port follows NeoX pairs, no FMA, cos/sin computed .nearest FP32 to those of the FP32 angle"
              "mla-demo;fp32-tile-scales;mla-cache;exact: this writer follows fp8-e4m3-tensor-rcp\n"
              "requant-demo;drop-k-scale;mla-requant;exact: this requantizer follows drop-k-scale\n"
              "workspace-demo;sglang-rounding;workspace;exact: this workspace rounds fp32-products\\+via-bf16\\+nonsaturating\n")

@@ -325,3 +325,88 @@ TEST_CASE("ports-mla: bad MLA and workspace manifests exit 2 naming the argument
   CHECK(r.status == 2);
   CHECK(r.err.find("parameters: \"layout\" must be a layout the writers quantize") != std::string::npos);
 }
+
+// kind mla-dequant (docs/ports.md "MLA dequantize"), worked out by hand: one block of two 656-byte
+// records. Slot 0: nope codes 0x3A (1.25) under tile scales 0x3f6f3333 (15676211 x 2^-24), rope BF16
+// 0x4040 (3.0). 1.25 x s = 78381055 x 2^-26, just below 1.16796875 = 1 + 21.5/128, the midpoint of
+// BF16 0x3f95 and 0x3f96: rounded once it is 0x3f95; rounded to FP32 first (a step of 8 units) it is
+// that midpoint, and then to even 0x3f96 (SGLang's `code.to(fp32) * scale` then `.to(bf16)`). Slot
+// 1: zeros (codes 0x00, scales 0, rope 0), every value +0.
+namespace {
+fs::path dequant_dump(const std::string& name, bool fp32_product, const std::string& extra_tensors = "",
+                      std::int64_t rows = 2, const std::vector<std::int64_t>& indices = {}) {
+  const fs::path dir = fs::temp_directory_path() / ("kvq-ports-mla-dequant-test-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "out");
+  std::vector<std::uint8_t> cache(2 * 656, 0x00);
+  for (int i = 0; i < 512; ++i) cache[i] = 0x3A;
+  for (int t = 0; t < 4; ++t) cache[512 + 4 * t] = 0x33, cache[513 + 4 * t] = 0x33, cache[514 + 4 * t] = 0x6f, cache[515 + 4 * t] = 0x3f;
+  for (int i = 0; i < 64; ++i) cache[528 + 2 * i] = 0x40, cache[529 + 2 * i] = 0x40;
+  save(dir / "in" / "k_cache.npy", NpyArray{"|u1", {2, 656}, cache});
+  std::vector<std::uint8_t> slot0(2 * 576);
+  for (int d = 0; d < 576; ++d) slot0[2 * d] = d < 512 ? (fp32_product ? 0x96 : 0x95) : 0x40, slot0[2 * d + 1] = d < 512 ? 0x3f : 0x40;
+  const std::vector<std::int64_t> order = indices.empty() ? std::vector<std::int64_t>{0, 1} : indices;
+  NpyArray out{"<u2", {rows, 576}, std::vector<std::uint8_t>(static_cast<std::size_t>(rows) * 2 * 576, 0x00)};
+  for (std::int64_t r = 0; r < rows && r < static_cast<std::int64_t>(order.size()); ++r)
+    if (order[r] == 0) std::copy(slot0.begin(), slot0.end(), out.bytes.begin() + r * 2 * 576);
+  save(dir / "out" / "output.npy", out);
+  std::string tensors = "\"k_cache\": {\"file\": \"k_cache.npy\"}, \"output\": {\"file\": \"output.npy\", \"dtype\": \"bfloat16\"}";
+  if (!indices.empty()) {
+    NpyArray idx{"<i8", {static_cast<std::int64_t>(indices.size())}, std::vector<std::uint8_t>(8 * indices.size())};
+    std::memcpy(idx.bytes.data(), indices.data(), idx.bytes.size());
+    save(dir / "in" / "indices.npy", idx);
+    tensors += ", \"indices\": {\"file\": \"indices.npy\"}";
+  }
+  std::ofstream((dir / "out" / "manifest.json").string())
+      << "{\"kind\": \"mla-dequant\", \"tensors\": {" << tensors << extra_tensors
+      << "}, \"parameters\": {\"layout\": \"fp8_nope_with_block_scale_bf16_rope\", \"block_size\": 2}}\n";
+  return dir;
+}
+}  // namespace
+
+TEST_CASE("ports-mla: mla-dequant (worked out by hand): the FP32 product verified, the single rounding identified, "
+          "differences located, gathers by indices, bad manifests exit 2") {
+  Run r = run(kvq::cli::verify_command, io("mla-dequant", dequant_dump("fp32", true)));
+  CHECK(r.status == 0);
+  CHECK(r.out.find("kvq verify mla-dequant fp8_nope_with_block_scale_bf16_rope (code x scale, fp32-product, to bf16): "
+                   "BIT-EXACT") != std::string::npos);
+  CHECK(r.out.find("output: every one of 1152 values as the model dequantizes them") != std::string::npos);
+  // A port that rounds the exact product once: every nope value of slot 0 is one BF16 ulp lower.
+  const fs::path once = dequant_dump("once", false);
+  r = run(kvq::cli::verify_command, io("mla-dequant", once));
+  CHECK(r.status == 1);
+  CHECK(r.out.find("output: 512 values differ, of 1152") != std::string::npos);
+  CHECK(r.out.find("row 0 (slot 0: block 0, entry 0), nope[0]: 0x3f96 (1.171875) -> 0x3f95 (1.1640625)") != std::string::npos);
+  r = run(kvq::cli::identify_command, {"--inputs", (once / "in").string(), "--outputs", (once / "out").string()});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("kvq identify: 2 dequantize roundings tried; 1 reproduce every output value") != std::string::npos);
+  CHECK(r.out.find("exact: this dequantizer rounds exact-product\n") != std::string::npos);
+  CHECK(r.out.find("next nearest (values differing):\n    fp32-product: 512\n") != std::string::npos);
+  // Gathered rows: slot 1, then slot 0; the rope of a row that should be slot 0's.
+  r = run(kvq::cli::verify_command, io("mla-dequant", dequant_dump("gather", true, "", 2, {1, 0})));
+  CHECK(r.status == 0);
+  const fs::path swapped = dequant_dump("swapped", true, "", 2, {0, 1});
+  std::ofstream((swapped / "out" / "manifest.json").string())
+      << "{\"kind\": \"mla-dequant\", \"tensors\": {\"k_cache\": {\"file\": \"k_cache.npy\"}, \"output\": {\"file\": \"output.npy\", "
+         "\"dtype\": \"bfloat16\"}, \"indices\": {\"file\": \"indices.npy\"}}, \"parameters\": {\"layout\": "
+         "\"fp8_nope_with_block_scale_bf16_rope\", \"block_size\": 2}}\n";
+  NpyArray idx{"<i8", {2}, std::vector<std::uint8_t>(16)};
+  const std::int64_t reversed[2] = {1, 0};
+  std::memcpy(idx.bytes.data(), reversed, 16);
+  save(swapped / "in" / "indices.npy", idx);
+  r = run(kvq::cli::verify_command, io("mla-dequant", swapped));
+  CHECK(r.status == 1);
+  CHECK(r.out.find("output: 1152 values differ, of 1152") != std::string::npos);
+  CHECK(r.out.find("row 0 (slot 1: block 0, entry 1), nope[0]: 0x0000 (0) -> 0x3f96 (1.171875)") != std::string::npos);
+  // Bad input: an index past the cache, rows that do not match the indices, the wrong kind named.
+  r = run(kvq::cli::verify_command, io("mla-dequant", dequant_dump("past", true, "", 2, {0, 2})));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("indices: entry 1 is 2, not a slot of the cache (0..1)") != std::string::npos);
+  r = run(kvq::cli::verify_command, io("mla-dequant", dequant_dump("rows", true, "", 3)));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("output: ") != std::string::npos);
+  CHECK(r.err.find("must be [2, 576]") != std::string::npos);
+  CHECK(run(kvq::cli::verify_command, io("mla-cache", dequant_dump("kind", true))).status == 2);
+  CHECK(run(kvq::cli::verify_command, io("mla-dequant", dequant_dump("role", true, ", \"k\": {\"file\": \"x.npy\"}"))).status == 2);
+}

@@ -311,3 +311,116 @@ TEST_CASE("ports-paged: SGLang's NVFP4 pool buffers (worked out by hand) verify 
   CHECK(r.status == 2);
   CHECK(r.err.find("SGLang's NVFP4 pool needs the role \"v_buffer\"") != std::string::npos);
 }
+
+// vLLM's per-token-head FP8 store (docs/ports.md "Paged stores"), worked out by hand: one page of
+// two slots, two heads of 16 dims, NHD; token 0 at slot 1, token 1 padding. Key head 0 {448, 224,
+// -112, 0, ...0}: amax 448, scale 448 / 448 = 1 (FP32 0x3f800000), codes 0x7E 0x76 0xEE 0x00...;
+// head 1 {896, 0...}: scale 2 (0x40000000), codes 0x7E 0x00.... Value = -key: the same scales, codes
+// with the sign bit (-0 is 0x80). Codes of (slot 1, head h) at bytes (2 + h) * 16; its FP32 scale at
+// bytes (2 + h) * 4 of the scale caches [1, 2, 2]. Under fp8-e4m3-token-head-triton an
+// all-zero head gets vLLM's floor 1e-6 (FP32 0x358637bd) where fp8-e4m3-tensor stores 0.
+namespace {
+struct TokenHeadDump {
+  std::vector<std::uint8_t> key_cache = std::vector<std::uint8_t>(64, kPoison), value_cache = key_cache;
+  std::vector<std::uint8_t> k_scales = std::vector<std::uint8_t>(16, kPoison), v_scales = k_scales;
+};
+void put_u32(std::vector<std::uint8_t>& b, std::size_t at, std::uint32_t v) {
+  for (int i = 0; i < 4; ++i) b[at + i] = static_cast<std::uint8_t>(v >> (8 * i));
+}
+TokenHeadDump token_head_bytes(bool zero_key) {
+  TokenHeadDump d;
+  const std::uint8_t k0[4] = {0x7E, 0x76, 0xEE, 0x00}, k1[4] = {0x7E, 0x00, 0x00, 0x00};
+  for (int i = 0; i < 16; ++i) {
+    const std::uint8_t c0 = i < 4 ? k0[i] : 0x00, c1 = i < 4 ? k1[i] : 0x00;
+    d.key_cache[32 + i] = zero_key ? 0x00 : c0, d.key_cache[48 + i] = zero_key ? 0x00 : c1;
+    d.value_cache[32 + i] = static_cast<std::uint8_t>(c0 ^ 0x80), d.value_cache[48 + i] = static_cast<std::uint8_t>(c1 ^ 0x80);
+  }
+  put_u32(d.k_scales, 8, zero_key ? 0x358637bdu : 0x3f800000u), put_u32(d.k_scales, 12, zero_key ? 0x358637bdu : 0x40000000u);
+  put_u32(d.v_scales, 8, 0x3f800000u), put_u32(d.v_scales, 12, 0x40000000u);
+  return d;
+}
+fs::path write_token_head_dump(const std::string& name, const TokenHeadDump& d, bool zero_key, const std::string& extra = "",
+                               std::int64_t second_slot = -1) {
+  const fs::path dir = fs::temp_directory_path() / ("kvq-ports-paged-token-head-test-" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "out");
+  float key[2][2][16] = {{{448, 224, -112}, {896}}, {{1, 2, 3, 4}, {5, 6, 7, 8}}};  // token 1 is padding
+  NpyArray k{"<f4", {2, 2, 16}, std::vector<std::uint8_t>(256)}, v = k;
+  for (int i = 0; i < 64; ++i) {
+    const float kv = zero_key ? 0.0f : (&key[0][0][0])[i], vv = -(&key[0][0][0])[i];
+    std::memcpy(k.bytes.data() + 4 * i, &kv, 4), std::memcpy(v.bytes.data() + 4 * i, &vv, 4);
+  }
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "key.npy").string(), k).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "value.npy").string(), v).empty());
+  NpyArray slots{"<i8", {2}, std::vector<std::uint8_t>(16)};
+  const std::int64_t slot[2] = {1, second_slot};
+  std::memcpy(slots.bytes.data(), slot, 16);
+  REQUIRE(kvq::cli::write_npy((dir / "in" / "slot_mapping.npy").string(), slots).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "key_cache.npy").string(), NpyArray{"|u1", {1, 2, 2, 16}, d.key_cache}).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "value_cache.npy").string(), NpyArray{"|u1", {1, 2, 2, 16}, d.value_cache}).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "k_scale_cache.npy").string(), NpyArray{"<f4", {1, 2, 2}, d.k_scales}).empty());
+  REQUIRE(kvq::cli::write_npy((dir / "out" / "v_scale_cache.npy").string(), NpyArray{"|u1", {1, 2, 2, 4}, d.v_scales}).empty());
+  std::ofstream((dir / "out" / "manifest.json").string())
+      << "{\"kind\": \"paged-store\", \"tensors\": {\"key\": {\"file\": \"key.npy\"}, \"value\": {\"file\": \"value.npy\"},"
+         "\"slot_mapping\": {\"file\": \"slot_mapping.npy\"}, \"key_cache\": {\"file\": \"key_cache.npy\", \"poison\": \"0xA5\"},"
+         "\"value_cache\": {\"file\": \"value_cache.npy\", \"poison\": \"0xA5\"},"
+         "\"k_scale_cache\": {\"file\": \"k_scale_cache.npy\", \"poison\": \"0xA5\"},"
+         "\"v_scale_cache\": {\"file\": \"v_scale_cache.npy\", \"poison\": \"0xA5\"}"
+      << extra << "}}\n";
+  return dir;
+}
+kvq::cli::Args paged_io(const std::string& recipe, const fs::path& d) {
+  return {recipe, "--inputs", (d / "in").string(), "--outputs", (d / "out").string()};
+}
+}  // namespace
+
+TEST_CASE("ports-paged: vLLM's per-token-head store (worked out by hand): scale caches verified, the 1e-6 floor "
+          "identified, differences located, bad manifests exit 2") {
+  Run r = run(kvq::cli::verify_command, paged_io("fp8-e4m3-tensor", write_token_head_dump("exact", token_head_bytes(false), false)));
+  CHECK(r.status == 0);
+  CHECK(r.out.find("kvq verify paged-store fp8-e4m3-tensor: BIT-EXACT") != std::string::npos);
+  CHECK(r.out.find("a scale per token and head (k_scale_cache, v_scale_cache)") != std::string::npos);
+  CHECK(r.out.find("v_scale_cache: every one of 16 bytes as the model writes it") != std::string::npos);
+  // A wrong scale byte (head 1's top byte), a code written into slot 0.
+  TokenHeadDump wrong = token_head_bytes(false);
+  wrong.k_scales[15] = 0x41;
+  wrong.value_cache[0] = 0x00;
+  r = run(kvq::cli::verify_command, paged_io("fp8-e4m3-tensor", write_token_head_dump("wrong", wrong, false)));
+  CHECK(r.status == 1);
+  CHECK(r.out.find("k_scale_cache: 1 bytes differ in the slots the tokens address, 0 changed outside them") != std::string::npos);
+  CHECK(r.out.find("value_cache: 0 bytes differ in the slots the tokens address, 1 changed outside them") != std::string::npos);
+  CHECK(r.out.find("k_scale_cache byte 15: page 0, position 1 (slot 1); K of token 0, head 1, FP32 scale byte 3: 0x40 -> 0x41") !=
+        std::string::npos);
+  CHECK(r.out.find("value_cache byte 0: page 0, position 0 (slot 0); no token addresses this slot: held 0xa5, now 0x00") !=
+        std::string::npos);
+  // The zero key: vLLM's floor; identify names the floored recipe, not the IEEE one.
+  const fs::path zero = write_token_head_dump("zero", token_head_bytes(true), true);
+  r = run(kvq::cli::verify_command, paged_io("fp8-e4m3-token-head-triton", zero));
+  CHECK(r.status == 0);
+  r = run(kvq::cli::verify_command, paged_io("fp8-e4m3-tensor", zero));
+  CHECK(r.status == 1);
+  CHECK(r.out.find("FP32 scale byte 0: 0xbd -> 0x00") == std::string::npos);
+  CHECK(r.out.find("FP32 scale byte 0: 0x00 -> 0xbd") != std::string::npos);
+  r = run(kvq::cli::identify_command, {"--inputs", (zero / "in").string(), "--outputs", (zero / "out").string()});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("exact: this port follows fp8-e4m3-token-head-triton\n") != std::string::npos);
+  CHECK(r.out.find("exact: this port follows fp8-e4m3-tensor\n") == std::string::npos);
+  // Bad input: per-tensor scales beside the scale caches; an NVFP4 recipe; a scale cache of the wrong shape.
+  r = run(kvq::cli::verify_command, paged_io("fp8-e4m3-tensor", write_token_head_dump("k-scale", token_head_bytes(false), false,
+                                                                                     ", \"k_scale\": {\"bits\": \"0x3f800000\"}")));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("a per-token-head store has no k_scale / v_scale") != std::string::npos);
+  CHECK(run(kvq::cli::verify_command, paged_io("nvfp4", write_token_head_dump("nvfp4", token_head_bytes(false), false))).status == 2);
+  r = run(kvq::cli::verify_command, paged_io("fp8-e4m3-tensor", write_token_head_dump("twice", token_head_bytes(false), false, "", 1)));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("slot_mapping[1] = 1 repeats an earlier token's slot") != std::string::npos);
+  r = run(kvq::cli::verify_command, paged_io("fp8-e4m3-tensor", write_token_head_dump("past", token_head_bytes(false), false, "", 2)));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("slot_mapping[1] = 2 is past the cache's 2 slots") != std::string::npos);
+  const fs::path shape = write_token_head_dump("shape", token_head_bytes(false), false);
+  REQUIRE(kvq::cli::write_npy((shape / "out" / "k_scale_cache.npy").string(), NpyArray{"<f4", {2, 2}, std::vector<std::uint8_t>(16)}).empty());
+  r = run(kvq::cli::verify_command, paged_io("fp8-e4m3-tensor", shape));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("k_scale_cache: shape must be [num_blocks, block_size, heads] float32") != std::string::npos);
+}

@@ -159,3 +159,85 @@ TEST_CASE("ports-rope: identify names the arithmetic; bad input exits 2 naming t
   CHECK(r.status == 2);
   CHECK(r.err.find("pos_ids[0] = 1 is outside the cos_sin_cache's 1 rows") != std::string::npos);
 }
+
+// A port that computes cos and sin itself (docs/ports.md "RoPE", parameters rope_theta, cos_sin): at
+// position 0 every angle is 0, so cos = 1 and sin = 0 exactly under either computed rounding. Q (1,
+// 2) stays (1, 2), times 2: codes 0x40, 0x48; K (4, -1): 0x48, 0xB8. Given the cache row (0.5,
+// 0.25) above, the port ignored it: verify under the cache fails, identify names the computed cos/sin.
+namespace {
+fs::path computing_dump(const std::string& name, bool with_cache, const std::string& parameters) {
+  const fs::path dir = quantize_dump(name, {0x40, 0x48}, {0x48, 0xB8});
+  if (!with_cache) fs::remove(dir / "in" / "cos_sin_cache.npy");
+  std::ofstream((dir / "out" / "manifest.json").string())
+      << "{\"kind\": \"rope-quantize\", \"tensors\": {\"q_rope\": {\"file\": \"q_rope.npy\"}, \"k_rope\": {\"file\": \"k_rope.npy\"},"
+      << (with_cache ? "\"cos_sin_cache\": {\"file\": \"cos_sin_cache.npy\"}," : "")
+      << "\"pos_ids\": {\"file\": \"pos_ids.npy\"},"
+         "\"q_rope_out\": {\"file\": \"q_rope_out.npy\"}, \"k_rope_out\": {\"file\": \"k_rope_out.npy\"}}, "
+      << kParameters << parameters << "}}\n";
+  return dir;
+}
+}  // namespace
+
+TEST_CASE("ports-rope: cos/sin computed by the port (worked out at position 0) verified and told from the cache's") {
+  Run r = run(kvq::cli::verify_command, io("rope-quantize", computing_dump("computed", false, ", \"rope_theta\": 10000")));
+  CHECK(r.status == 0);
+  CHECK(r.out.find("BIT-EXACT (model: NeoX pairs, no FMA, cos/sin computed (nearest FP32 to those of pos * theta^(-2f/rot)))") !=
+        std::string::npos);
+  r = run(kvq::cli::verify_command,
+          io("rope-quantize", computing_dump("computed-fp32", false, ", \"rope_theta\": 10000, \"cos_sin\": \"computed-fp32-angle\"")));
+  CHECK(r.status == 0);
+  // The cache given and ignored: verify (the cache) fails; identify names the computed cos/sin.
+  const fs::path ignored = computing_dump("cache-ignored", true, ", \"rope_theta\": 10000");
+  r = run(kvq::cli::verify_command, io("rope-quantize", ignored));
+  CHECK(r.status == 1);
+  CHECK(r.out.find("q_rope_out byte 0: token 0, head 0, dim 0; x 0x3f800000 = 1, partner 0x40000000 = 2, cos 0x3f000000 = 0.5") !=
+        std::string::npos);
+  r = run(kvq::cli::identify_command, {"--inputs", (ignored / "in").string(), "--outputs", (ignored / "out").string()});
+  CHECK(r.status == 0);
+  CHECK(r.out.find("kvq identify: 432 RoPE arithmetic variants tried") != std::string::npos);
+  CHECK(r.out.find("exact: this port follows NeoX pairs, no FMA, cos/sin computed (nearest FP32 to those of pos * theta^(-2f/rot))\n") !=
+        std::string::npos);
+  CHECK(r.out.find("exact: this port follows NeoX pairs, no FMA\n") == std::string::npos);
+  // Without rope_theta only the cache is tried, and nothing fits.
+  const fs::path no_theta = computing_dump("no-theta", true, "");
+  r = run(kvq::cli::identify_command, {"--inputs", (no_theta / "in").string(), "--outputs", (no_theta / "out").string()});
+  CHECK(r.status == 1);
+  CHECK(r.out.find("kvq identify: 144 RoPE arithmetic variants tried; 0 reproduce every byte") != std::string::npos);
+  // Bad input: no cache and no base; a cache claimed but absent; a base <= 0; an unknown source.
+  r = run(kvq::cli::verify_command, io("rope-quantize", computing_dump("nothing", false, "")));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("needs the role \"cos_sin_cache\" (or parameters.rope_theta") != std::string::npos);
+  r = run(kvq::cli::verify_command, io("rope-quantize", computing_dump("claims-cache", false, ", \"rope_theta\": 10000, \"cos_sin\": \"cache\"")));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("\"cos_sin\" is cache, but the manifest names no \"cos_sin_cache\"") != std::string::npos);
+  r = run(kvq::cli::verify_command, io("rope-quantize", computing_dump("theta-zero", false, ", \"rope_theta\": 0")));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("\"rope_theta\" (the base of a port that computes cos/sin) must be a number > 0") != std::string::npos);
+  r = run(kvq::cli::verify_command, io("rope-quantize", computing_dump("source", false, ", \"rope_theta\": 10000, \"cos_sin\": \"sincosf\"")));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("\"cos_sin\" is cache, computed-exact-angle or computed-fp32-angle, got 'sincosf'") != std::string::npos);
+}
+
+// Hostile: a computing port whose (position, frequency) pairs would take minutes of 100-digit cos/sin.
+TEST_CASE("ports-rope: too many computed cos/sin pairs exit 2 naming rope_theta") {
+  const fs::path dir = fs::temp_directory_path() / "kvq-ports-rope-test-many-pairs";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  fs::create_directories(dir / "out");
+  const int tokens = 33, dim = 4096;  // 33 positions x 2048 frequencies = 67,584 > 2^16
+  std::vector<std::int32_t> pos(tokens);
+  for (int i = 0; i < tokens; ++i) pos[static_cast<std::size_t>(i)] = i;
+  save(dir / "in" / "q_rope.npy", f32({tokens, 1, dim}, std::vector<float>(static_cast<std::size_t>(tokens) * dim, 1.0f)));
+  save(dir / "in" / "k_rope.npy", f32({tokens, 1, dim}, std::vector<float>(static_cast<std::size_t>(tokens) * dim, 1.0f)));
+  save(dir / "in" / "pos_ids.npy", i32(pos));
+  save(dir / "out" / "q_rope_out.npy", NpyArray{"|u1", {tokens, 1, dim}, std::vector<std::uint8_t>(static_cast<std::size_t>(tokens) * dim)});
+  save(dir / "out" / "k_rope_out.npy", NpyArray{"|u1", {tokens, 1, dim}, std::vector<std::uint8_t>(static_cast<std::size_t>(tokens) * dim)});
+  std::ofstream((dir / "out" / "manifest.json").string())
+      << "{\"kind\": \"rope-quantize\", \"tensors\": {\"q_rope\": {\"file\": \"q_rope.npy\"}, \"k_rope\": {\"file\": \"k_rope.npy\"},"
+         "\"pos_ids\": {\"file\": \"pos_ids.npy\"}, \"q_rope_out\": {\"file\": \"q_rope_out.npy\"}, \"k_rope_out\": {\"file\": \"k_rope_out.npy\"}}, "
+      << kParameters << ", \"rope_theta\": 10000}}\n";
+  const Run r = run(kvq::cli::verify_command, io("rope-quantize", dir));
+  CHECK(r.status == 2);
+  CHECK(r.err.find("parameters: \"rope_theta\": computing cos/sin for 67584 (position, frequency) pairs is too many") !=
+        std::string::npos);
+}

@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 from common import Context  # noqa: E402
 import inputs  # noqa: E402
-from kvq_dump import dump, dump_mla_cache, dump_paged_store, dump_rope, dump_workspace, to_numpy  # noqa: E402
+from kvq_dump import dump, dump_mla_cache, dump_mla_dequant, dump_paged_store, dump_rope, dump_workspace, to_numpy  # noqa: E402
 
 MODULES = ("libraries", "sglang_fns", "vllm_fns", "flashinfer_fns")
 DUMP_KEYS = ("x", "codes", "recipe", "block_scales", "global_scale", "global_scale_convention",
@@ -93,7 +93,7 @@ def verify_one(kvq, out, rec):
     io = ["--inputs", os.path.join(where, "in"), "--outputs", os.path.join(where, "out")]
     rc, text = run_kvq(kvq, ["verify", rec["recipe"]] + io + ["--show", "4"])
     rec["verify"] = dict(rc=rc, report=first_lines(text, 40))
-    if rec["recipe"] in ("rope-fp8", "mla-cache", "workspace"):  # every variant that reproduces the call
+    if rec["recipe"] in ("rope-fp8", "mla-cache", "mla-dequant", "workspace"):  # every variant that reproduces the call
         rc2, text2 = run_kvq(kvq, ["identify"] + io + ["--show", "4"])
         rec["identify"] = dict(rc=rc2, report=first_lines(text2, 160))
     elif rc != 0:
@@ -129,7 +129,7 @@ def verify_all(kvq, out, records, jobs):
     records = [r for r in records if r.get("dump") and r.get("recipe") is not None]
     known = kvq_recipes(kvq)
     if known:  # a recipe kvq does not list is not verified either (kvq would answer BAD-INPUT)
-        known = known | {"rope-fp8", "mla-cache", "workspace"}  # the kinds `kvq verify` names without a recipe
+        known = known | {"rope-fp8", "mla-cache", "mla-dequant", "workspace"}  # the kinds `kvq verify` names without a recipe
         for r in records:
             if r["recipe"] not in known:
                 r["verify_skipped"] = "recipe %r unknown to kvq (kvq recipes)" % r["recipe"]
@@ -228,12 +228,16 @@ def main():
                     for key, writer, suffix, recipe in (
                             ("paged", dump_paged_store, "paged-store", r.get("recipe")),
                             ("mla", dump_mla_cache, "mla-cache", "mla-cache"),
+                            ("mla_dequant", dump_mla_dequant, "mla-dequant", "mla-dequant"),
+                            ("mla_dequant_paged", dump_mla_dequant, "mla-dequant-paged", "mla-dequant"),
                             ("workspace", dump_workspace, "workspace", "workspace"),
                             ("rope", dump_rope, (r.get("rope") or {}).get("kind"), "rope-fp8")):
                         if not r.get(key):
                             continue
                         whole = os.path.join(args.out, "dumps", p.name, dtype, case, (label or "main") + "-" + suffix)
                         wrec = dict(base, label=(label or "main") + "/" + suffix, recipe=recipe, exact_checks=[])
+                        if key == "paged" and r.get("paged_recipe"):  # a whole call of a recipe the flat dumps lack
+                            recipe = wrec["recipe"] = r["paged_recipe"]
                         extra = dict(recipe=recipe) if key == "paged" else {}
                         try:
                             writer(os.path.join(whole, "in"), os.path.join(whole, "out"), **r[key], **extra)

@@ -392,7 +392,7 @@ def _mla_dequant_run(ctx, x):
         u8, codes, scales, _ = _split_656(torch, rec)
         y = dmod.dequantize_k_cache(rec.view(rows, 1, 1, MLA_RECORD)).reshape(rows, MLA_NOPE + MLA_ROPE)
         table = torch.arange(rows, dtype=torch.int32, device=rec.device)
-        yp = dmod.dequantize_k_cache_paged_dsa(rec.view(rows, 1, MLA_RECORD), table).reshape(rows, -1)
+        yp = dmod.dequantize_k_cache_paged_dsa(rec.view(rows, 1, MLA_RECORD), table.flip(0)).reshape(rows, -1)
         # FP32 code * tile scale, rounded once to BF16 (from the record, the function's input)
         cv = np.array([kvq_dump._e4m3_value(c & 0x7F) * (-1 if c & 0x80 else 1) if (c & 0x7F) != 0x7F else np.nan
                        for c in range(256)], dtype=np.float32)
@@ -408,9 +408,14 @@ def _mla_dequant_run(ctx, x):
                 ("dequantized nope == bf16(FP32 code*scale) where finite (from the 656 record)",
                  np.where(finite, expect, 0).astype(np.uint16).view(np.uint8),
                  np.where(finite, got, 0).astype(np.uint16).view(np.uint8)),
-                ("dequantize_k_cache_paged_dsa == dequantize_k_cache", _np_u8(y), _np_u8(yp)),
+                ("dequantize_k_cache_paged_dsa (rows gathered in reverse) == dequantize_k_cache reversed",
+                 _np_u8(y.flip(0)), _np_u8(yp)),
             ],
-            raw={"record_656": u8, "dequantized": y, "dequantized_paged": yp}))
+            raw={"record_656": u8, "dequantized": y, "dequantized_paged": yp},
+            # whole calls: every record read back (dequantize_k_cache), and gathered by the table
+            mla_dequant=dict(k_cache=rec, output=y, layout="fp8_nope_with_block_scale_bf16_rope", block_size=rows),
+            mla_dequant_paged=dict(k_cache=rec, output=yp, indices=table.flip(0),
+                                   layout="fp8_nope_with_block_scale_bf16_rope", block_size=rows)))
     return out
 
 

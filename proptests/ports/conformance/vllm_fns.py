@@ -383,7 +383,11 @@ def run_per_token_head_fp8(ctx, x):
             "of the first tokens is also dumped as fp8-e4m3-tensor-rcp")
     out = [
         dict(recipe=None, note=note, label="key", x=xk, codes=kc[s_valid], block_scales=ks[s_valid].contiguous(),
-             block=D, exact_checks=checks, raw=raw),
+             block=D, exact_checks=checks, raw=raw,
+             # the whole call, layout-aware (kvq verify paged-store with the scale caches)
+             paged=dict(key=key, value=value, slot_mapping=slot_mapping, key_cache=kc_u8, value_cache=vc_u8,
+                        k_scale_cache=k_scale_cache, v_scale_cache=v_scale_cache, poison=POISON),
+             paged_recipe="fp8-e4m3-token-head-triton"),
         dict(recipe=None, note=note, label="value", x=xv, codes=vc[s_valid],
              block_scales=vs[s_valid].contiguous(), block=D, exact_checks=[]),
     ]
