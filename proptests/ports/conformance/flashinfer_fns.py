@@ -72,8 +72,14 @@ def _flashinfer_root(ctx):
 
 def _flashinfer(ctx):
     """flashinfer.rope, imported without the package __init__, from FLASHINFER_STAGE."""
-    if "flashinfer.rope" in sys.modules:
-        return sys.modules["flashinfer.rope"]
+    return flashinfer_module(ctx, "flashinfer.rope")
+
+
+def flashinfer_module(ctx, name):
+    """A FlashInfer submodule (flashinfer.rope, flashinfer.quantization.fp4_quantization), imported
+    without the package __init__, from FLASHINFER_STAGE (the JIT environment set as above)."""
+    if name in sys.modules:
+        return sys.modules[name]
     os.environ.setdefault("FLASHINFER_CUDA_ARCH_LIST", "9.0")
     os.environ.setdefault("FLASHINFER_WORKSPACE_BASE", os.path.join(tempfile.gettempdir(), "kvq_flashinfer_jit"))
     os.makedirs(os.environ["FLASHINFER_WORKSPACE_BASE"], exist_ok=True)
@@ -81,16 +87,16 @@ def _flashinfer(ctx):
     pkg_dir = os.path.join(fi_root, "flashinfer")
     if fi_root not in sys.path:
         sys.path.insert(0, fi_root)  # tvm_ffi staged beside flashinfer (stage_flashinfer.sh TVM_FFI_WHEEL)
-    for name, why in (("pynvml", "NVML bindings (memory-bandwidth/CC queries, unused by rope)"),
-                      ("requests", "HTTP client (cubin downloads, unused by rope)")):
-        if importlib.util.find_spec(name) is None:
-            module(name, exceptions=types.SimpleNamespace(RequestException=Exception))
-            _STUBS.append(f"{name}: empty stub for {why}")
+    for dep, why in (("pynvml", "NVML bindings (memory-bandwidth/CC queries, unused by rope and fp4_quantize)"),
+                     ("requests", "HTTP client (cubin downloads, unused by rope and fp4_quantize)")):
+        if importlib.util.find_spec(dep) is None:
+            module(dep, exceptions=types.SimpleNamespace(RequestException=Exception))
+            _STUBS.append(f"{dep}: empty stub for {why}")
     pkg = sys.modules.get("flashinfer")
     if pkg is None or list(getattr(pkg, "__path__", [])) != [pkg_dir]:
         # (a flashinfer left by an earlier failed try, or one over another folder, is replaced)
-        for name in [m for m in sys.modules if m == "flashinfer" or m.startswith("flashinfer.")]:
-            del sys.modules[name]
+        for loaded in [m for m in sys.modules if m == "flashinfer" or m.startswith("flashinfer.")]:
+            del sys.modules[loaded]
         pkg = types.ModuleType("flashinfer")
         pkg.__path__ = [pkg_dir]
         pkg.__file__ = os.path.join(pkg_dir, "__init__.py")
@@ -100,7 +106,7 @@ def _flashinfer(ctx):
             _STUBS.append(why)
         ver = importlib.import_module("flashinfer.version")
         pkg.__version__ = getattr(ver, "__version__", "unknown")
-    return importlib.import_module("flashinfer.rope")
+    return importlib.import_module(name)
 
 
 # ---- inputs drawn from x ----

@@ -10,9 +10,11 @@ Producers:
   sglang-mla-656-to-576-requantize    gather_dequant_requant_fp8_paged_dsa (Triton, 656 B -> 576 B FP8)
   sglang-mla-576-store-cast           the 576 B FP8 MLA store: one torch cast (memory_pool.py cannot be loaded)
 
-Skipped (compiled code, no Python arithmetic): NVFP4 quantize (flashinfer nvfp4_kv_quantize on
-SM100/SM120, flashinfer fp4_quantize on SM90), the fused nvfp4_store_kv_index JIT kernel, the
-SM100 nvfp4_kv_dequantize. SGLang has no 576 -> 656 conversion of an FP8 cache.
+  sglang-nvfp4-quantize-sm90          NVFP4KVQuantizeUtil.quantize, its SM90 branch: flashinfer fp4_quantize
+                                      (FlashInfer's JIT module fp4_quantization_90, built from the wheel)
+
+Skipped (SM100/SM120 only): NVFP4 quantize's nvfp4_kv_quantize, the fused nvfp4_store_kv_index JIT
+kernel, nvfp4_kv_dequantize. SGLang has no 576 -> 656 conversion of an FP8 cache.
 
 NVFP4 codes for the dequantize/workspace producers come from kvq's own worked-example port
 (kvq_dump.nvfp4_numpy_port, the nvfp4 recipe in numpy), because SGLang ships no NVFP4 quantizer
@@ -225,6 +227,56 @@ def _nvfp4_codes(torch, x):
     xf = x.detach().float().cpu().numpy()
     packed, scales, g = kvq_dump.nvfp4_numpy_port(xf)
     return packed, scales, np.float32(g)
+
+
+def _fp4_outputs_after_poison(ctx, mod, x3, gs, poison):
+    """NVFP4KVQuantizeUtil.quantize(x3, gs) right after blocks of its outputs' sizes were filled with
+    `poison` and freed (the caching allocator hands the same blocks back to its torch.empty): the codes
+    and scale bytes it returns, as numpy uint8."""
+    torch = ctx.torch
+    rows = x3.shape[0] * x3.shape[1]
+    sizes = (rows * x3.shape[2] // 2, (rows + 15) // 16 * 16 * x3.shape[2] // 16)
+    held = [torch.full((n,), poison, dtype=torch.uint8, device=ctx.device) for n in sizes]
+    torch.cuda.synchronize()
+    del held
+    q, s, _ = mod.NVFP4KVQuantizeUtil.quantize(x3, gs)
+    torch.cuda.synchronize()
+    return _np_u8(q.reshape(rows, -1)), _np_u8(s.reshape(rows, -1))
+
+
+def _nvfp4_quantize_sm90_run(ctx, x):
+    torch = ctx.torch
+    _check_x(x)
+    if x.dtype not in (torch.bfloat16, torch.float16):
+        raise ValueError("fp4_quantize takes BF16/FP16 input, got %s" % x.dtype)
+    mod = _kvfp4(ctx)
+    try:
+        from .flashinfer_fns import flashinfer_module
+    except ImportError:
+        from flashinfer_fns import flashinfer_module
+    fp4 = flashinfer_module(ctx, "flashinfer.quantization.fp4_quantization")
+    sys.modules["flashinfer"].fp4_quantize = fp4.fp4_quantize  # SGLang's `from flashinfer import fp4_quantize`
+    rows = x.shape[0]
+    # the tensor decode scale g = amax / (6 * 448), FP32 (SGLang's KV scales are decode scales; its
+    # SM90 branch passes 1 / g, the encode scale, as fp4_quantize's global_scale)
+    amax = x.float().abs().amax()
+    gs = (amax / 2688.0).reshape(1).to(torch.float32)
+    g = np.float32(gs.item())
+    if not (g > 0):
+        gs, g = torch.ones(1, dtype=torch.float32, device=ctx.device), np.float32(1.0)
+    x3 = x.contiguous().view(rows, 1, 512)
+    codes_a, scales_a = _fp4_outputs_after_poison(ctx, mod, x3, gs, 0xA5)
+    codes_b, scales_b = _fp4_outputs_after_poison(ctx, mod, x3, gs, 0x5A)
+    return dict(
+        recipe="nvfp4-vllm", label="sm90-fp4_quantize", x=x, codes=codes_a, block_scales=scales_a,
+        global_scale=g, global_scale_role="input", global_scale_convention="decode", nibble_order="low_first",
+        block=16,
+        exact_checks=[
+            ("codes the same whatever the allocator held before the call (the kernel writes them)", codes_a, codes_b),
+            ("scales the same whatever the allocator held before the call", scales_a, scales_b),
+        ],
+        raw={"codes_after_0xA5": codes_a, "codes_after_0x5A": codes_b, "scales_after_0xA5": scales_a,
+             "scales_after_0x5A": scales_b})
 
 
 def _nvfp4_dequant_run(ctx, x):
@@ -489,6 +541,11 @@ def producers(ctx):
         Producer("sglang-blockfp4-quantize-eager", "sglang",
                  q + ":58 FP4MXBlock16KVQuantizeUtil.batched_quantize (+ :101), eager body (_torchdynamo_orig_callable)",
                  lambda c, x: _blockfp4_run(c, x, False), files=[F_KVFP4], stubs=[STUB_PLATFORM]),
+        Producer("sglang-nvfp4-quantize-sm90", "sglang",
+                 q + ":153 NVFP4KVQuantizeUtil.quantize, SM90 branch :199-210 (flashinfer fp4_quantize, JIT fp4_quantization_90)",
+                 _nvfp4_quantize_sm90_run, files=[F_KVFP4], dtypes=("bfloat16", "float16"),
+                 stubs=[STUB_PLATFORM, "flashinfer: package __init__ not run; fp4_quantize set on the namespace "
+                                      "from flashinfer.quantization.fp4_quantization (what SGLang imports)"]),
         Producer("sglang-nvfp4-dequantize-sm90", "sglang",
                  q + ":220 NVFP4KVQuantizeUtil.dequantize (pure-PyTorch branch :266-282)",
                  _nvfp4_dequant_run, files=[F_KVFP4], stubs=[STUB_PLATFORM]),

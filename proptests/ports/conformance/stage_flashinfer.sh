@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Stage a trimmed FlashInfer for the conformance run: only what `import flashinfer.rope` and the JIT
-# build of its "rope" module (csrc/rope.cu + csrc/flashinfer_rope_binding.cu) need on sm_90.
+# Stage a trimmed FlashInfer for the conformance run: only what `import flashinfer.rope` and
+# `import flashinfer.quantization.fp4_quantization` and the JIT builds of their modules ("rope",
+# "fp4_quantization_90": SGLang's SM90 NVFP4 KV quantize) need on sm_90.
 #
 #   stage_flashinfer.sh FLASHINFER_WHEEL DEST [TVM_FFI_WHEEL]
 #
@@ -8,10 +9,11 @@
 #                            every submodule and their third-party deps); the Python files kept are the
 #                            closure of module-level imports of flashinfer.rope and of the JIT driver
 #                            (jit.core, jit.cpp_ext, jit.env, utils, compilation_context).
-# DEST/flashinfer/data       csrc/{rope.cu,flashinfer_rope_binding.cu,tvm_ffi_utils.h}, the
-#                            include/flashinfer headers and vendored CCCL headers reachable from them by
-#                            #include (a textual, condition-blind closure: a superset); the other include
-#                            roots the JIT passes (cutlass, spdlog, cub, thrust) stay as empty folders.
+# DEST/flashinfer/data       csrc/{rope.cu,flashinfer_rope_binding.cu,tvm_ffi_utils.h} and the sources of
+#                            the fp4_quantization module (csrc/nv_internal), the headers reachable from
+#                            them by #include (a textual, condition-blind closure: a superset), and the
+#                            vendored libcudacxx whole; the other include roots the JIT passes stay as
+#                            they are reached.
 # DEST/flashinfer_python-*.dist-info   kept (METADATA gives the version).
 # With TVM_FFI_WHEEL, that wheel is unpacked into DEST too (what `pip install --no-deps --target` does
 # for a pure-layout wheel; it has no console scripts we need).
@@ -84,11 +86,13 @@ def visit(mod):
                     visit(base + "." + a.name)
 
 for m in ("flashinfer.rope", "flashinfer.jit.rope", "flashinfer.jit.core", "flashinfer.jit.cpp_ext",
-          "flashinfer.jit.env", "flashinfer.utils", "flashinfer.compilation_context", "flashinfer.version"):
+          "flashinfer.jit.env", "flashinfer.utils", "flashinfer.compilation_context", "flashinfer.version",
+          "flashinfer.quantization.fp4_quantization"):
     visit(m)
 
 # ---- C++/CUDA: #include closure of the rope module's sources ----
-inc_roots = [os.path.join(data, d) for d in ("include", "csrc", "cccl/libcudacxx/include", "cccl/cub", "cccl/thrust",
+inc_roots = [os.path.join(data, d) for d in ("include", "csrc", "csrc/nv_internal", "csrc/nv_internal/include",
+                                             "cccl/libcudacxx/include", "cccl/cub", "cccl/thrust",
                                              "cutlass/include", "cutlass/tools/util/include", "spdlog/include")]
 pat = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 keep_c = set()
@@ -102,8 +106,17 @@ def walk(f):
             if os.path.isfile(p):
                 walk(p)
                 break
-for s in ("csrc/rope.cu", "csrc/flashinfer_rope_binding.cu"):
+# the rope module, and the fp4_quantization_90 module (SGLang's SM90 NVFP4 KV quantize: fp4_quantize)
+for s in ("csrc/rope.cu", "csrc/flashinfer_rope_binding.cu", "csrc/nv_internal/tensorrt_llm/thop/fp4Quantize.cpp",
+          "csrc/nv_internal/tensorrt_llm/thop/fp4Op.cpp", "csrc/nv_internal/cpp/kernels/quantization.cu",
+          "csrc/nv_internal/cpp/common/envUtils.cpp", "csrc/nv_internal/cpp/common/logger.cpp",
+          "csrc/nv_internal/cpp/common/stringUtils.cpp", "csrc/nv_internal/cpp/common/tllmException.cpp"):
     walk(os.path.join(data, s))
+# The vendored libcudacxx whole: the toolkit's own headers (cooperative_groups, reached from the fp4
+# module) include <cuda/std/...>, which must resolve to the vendored copy (it is first on the include
+# path) rather than mix with the toolkit's (a textual closure cannot follow includes made from there).
+for root, _, files in os.walk(os.path.join(data, "cccl/libcudacxx/include")):
+    keep_c.update(os.path.join(root, f) for f in files)
 cut = [r for r in keep_c if "/cutlass/" in r or "/spdlog/" in r]
 if cut:
     print("note: the rope sources reach cutlass/spdlog headers:", len(cut), file=sys.stderr)
