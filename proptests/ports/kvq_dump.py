@@ -104,21 +104,23 @@ def dump(inputs_dir, outputs_dir, x, codes, recipe=None, block_scales=None, glob
 
 def dump_paged_store(inputs_dir, outputs_dir, key, value, slot_mapping, k_scale=None, v_scale=None, key_cache=None,
                      value_cache=None, kv_cache=None, poison=None, recipe=None, kv_layout="NHD", scale_swizzle=None,
-                     k_scale_cache=None, v_scale_cache=None):
+                     k_scale_cache=None, v_scale_cache=None, pool=None):
     """A paged store's call (docs/ports.md "Paged stores"), vLLM's argument names: key, value
     [tokens, heads, head_dim], slot_mapping (int32/int64), the FP8 caches key_cache/value_cache or
     an NVFP4 kv_cache as written, the decode scales k_scale/v_scale (one, or one a head) or, for
     vLLM's per-token-head store, the scale caches k_scale_cache/v_scale_cache (float32 [num_blocks,
     block_size, heads]) as written, and the byte the caches held before the call (poison; None: the
-    bytes outside the slots go unchecked). Inputs go to inputs_dir, the caches and manifest.json to
-    outputs_dir; returns the manifest."""
+    bytes outside the slots go unchecked); pool: instead of the caches, SGLang's NVFP4 pool buffers
+    {"k_buffer": [slots, heads, D/2], "k_scale_buffer": [slots, heads, D/16], "v_buffer", "v_scale_buffer"}
+    (uint8 or FP8). Inputs go to inputs_dir, the caches and manifest.json to outputs_dir; returns the
+    manifest."""
     token_head = k_scale_cache is not None or v_scale_cache is not None
     if token_head == (k_scale is not None or v_scale is not None) or (token_head and (k_scale_cache is None or v_scale_cache is None)):
         raise ValueError("give k_scale and v_scale, or (per-token-head) k_scale_cache and v_scale_cache")
     if kv_layout not in ("NHD", "HND"):
         raise ValueError("kv_layout is 'NHD' or 'HND'")
-    if (kv_cache is None) == (key_cache is None or value_cache is None):
-        raise ValueError("give key_cache and value_cache (FP8), or kv_cache (NVFP4)")
+    if (kv_cache is None) == (key_cache is None or value_cache is None) and pool is None:
+        raise ValueError("give key_cache and value_cache (FP8), kv_cache (NVFP4), or pool (SGLang's NVFP4 buffers)")
     tensors = {}
     for role, t in (("key", key), ("value", value)):
         a, dt = to_numpy(t)
@@ -133,6 +135,8 @@ def dump_paged_store(inputs_dir, outputs_dir, key, value, slot_mapping, k_scale=
         a, _ = to_numpy(t)
         tensors[role] = {"file": _save(inputs_dir, role + ".npy", np.asarray(a, dtype=np.float32).reshape(-1))}
     caches = (("kv_cache", kv_cache),) if kv_cache is not None else (("key_cache", key_cache), ("value_cache", value_cache))
+    if pool is not None:
+        caches = tuple((role, pool[role]) for role in ("k_buffer", "k_scale_buffer", "v_buffer", "v_scale_buffer"))
     if token_head:
         caches = caches + (("k_scale_cache", k_scale_cache), ("v_scale_cache", v_scale_cache))
     for role, t in caches:

@@ -12,6 +12,8 @@ Producers:
 
   sglang-nvfp4-quantize-sm90          NVFP4KVQuantizeUtil.quantize, its SM90 branch: flashinfer fp4_quantize
                                       (FlashInfer's JIT module fp4_quantization_90, built from the wheel)
+  sglang-nvfp4-pool-store             store_nvfp4_kv_cache (Triton): codes and linear scales scattered into
+                                      the pool (k_buffer, k_scale_buffer, v_buffer, v_scale_buffer)
 
 Skipped (SM100/SM120 only): NVFP4 quantize's nvfp4_kv_quantize, the fused nvfp4_store_kv_index JIT
 kernel, nvfp4_kv_dequantize. SGLang has no 576 -> 656 conversion of an FP8 cache.
@@ -45,6 +47,7 @@ import kvq_dump  # noqa: E402  (proptests/ports/kvq_dump.py)
 
 F_KVFP4 = "sglang/srt/layers/quantization/kvfp4_tensor.py"
 F_METHOD = "sglang/srt/layers/quantization/fp4_kv_cache_quant_method.py"
+F_NVFP4_STORE = "sglang/srt/layers/quantization/nvfp4_kv_cache.py"
 F_MLA_Q = "sglang/kernels/ops/quantization/dsa_quant_k_cache.py"
 F_MLA_DQ = "sglang/kernels/ops/attention/dsa/dequant_k_cache.py"
 
@@ -277,6 +280,38 @@ def _nvfp4_quantize_sm90_run(ctx, x):
         ],
         raw={"codes_after_0xA5": codes_a, "codes_after_0x5A": codes_b, "scales_after_0xA5": scales_a,
              "scales_after_0x5A": scales_b})
+
+
+def _nvfp4_pool_store_run(ctx, x):
+    """store_nvfp4_kv_cache (Triton) scattering K/V codes and linear scales into SGLang's NVFP4 pool:
+    the codes come from kvq's reference port (SGLang's SM90 quantize writes nothing, its SM100 one
+    cannot run here), so the verdict is on the store's placement of every byte."""
+    torch = ctx.torch
+    _check_x(x)
+    mod = _load(ctx, F_NVFP4_STORE)
+    rows, heads, dim = x.shape[0], 4, 128
+    k = x.view(rows, heads, dim)
+    v = x.flip(1).contiguous().view(rows, heads, dim)
+    kc, ks, kg = _nvfp4_codes(torch, k.reshape(rows, heads * dim))
+    vc, vs, vg = _nvfp4_codes(torch, v.reshape(rows, heads * dim))
+    slots = rows * 3 // 2
+    gen = torch.Generator().manual_seed(2026)
+    loc = torch.randperm(slots, generator=gen)[:rows].to(torch.int64)
+    dev = ctx.device
+    pool = {name: torch.full((slots, heads, width), 0xA5, dtype=torch.uint8, device=dev)
+            for name, width in (("k_buffer", dim // 2), ("v_buffer", dim // 2), ("k_scale_buffer", dim // 16),
+                                ("v_scale_buffer", dim // 16))}
+    src = lambda a, width: torch.from_numpy(np.ascontiguousarray(a)).to(dev).view(rows, heads, width)
+    mod.store_nvfp4_kv_cache(src(kc, dim // 2), src(vc, dim // 2), src(ks, dim // 16), src(vs, dim // 16), loc.to(dev),
+                             pool["k_buffer"], pool["v_buffer"], pool["k_scale_buffer"], pool["v_scale_buffer"],
+                             None, None, page_size=16)
+    torch.cuda.synchronize()
+    # kvq's store model takes g > 0: an all-zero tensor's g (0) is given as 1, which no byte depends on
+    # (every block max is 0: scale 0, codes 0 under either)
+    kg, vg = (g if g > 0 else np.float32(1.0) for g in (kg, vg))
+    return dict(label="pool-store(codes-from-kvq-port)", exact_checks=[], raw={}, paged_recipe="nvfp4",
+                paged=dict(key=k, value=v, slot_mapping=loc, k_scale=kg, v_scale=vg, poison=0xA5,
+                           pool={name: _np_u8(t) for name, t in pool.items()}))
 
 
 def _nvfp4_dequant_run(ctx, x):
@@ -546,6 +581,9 @@ def producers(ctx):
                  _nvfp4_quantize_sm90_run, files=[F_KVFP4], dtypes=("bfloat16", "float16"),
                  stubs=[STUB_PLATFORM, "flashinfer: package __init__ not run; fp4_quantize set on the namespace "
                                       "from flashinfer.quantization.fp4_quantization (what SGLang imports)"]),
+        Producer("sglang-nvfp4-pool-store", "sglang",
+                 F_NVFP4_STORE + ":131 store_nvfp4_kv_cache (Triton _store_nvfp4_kv_kernel :57), linear scales",
+                 _nvfp4_pool_store_run, files=[F_NVFP4_STORE], dtypes=("bfloat16", "float16")),
         Producer("sglang-nvfp4-dequantize-sm90", "sglang",
                  q + ":220 NVFP4KVQuantizeUtil.dequantize (pure-PyTorch branch :266-282)",
                  _nvfp4_dequant_run, files=[F_KVFP4], stubs=[STUB_PLATFORM]),
