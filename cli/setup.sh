@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kvq set-up and main job: installs what is missing (Debian packages, a Python virtual
-# environment with numpy and ml_dtypes for the cross-checks), builds, then runs the main
+# environment with numpy and ml_dtypes for the cross-checks, nanobind and pytest for the Python
+# package, build/python/kvq; `pip install .` installs it elsewhere), builds, then runs the main
 # job: `kvq check` (the whole property suite on the CPU, on the GPU too when one is present),
 # then the default error studies and their notebooks (experiments/run_default_studies.sh).
 #
@@ -9,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build g++ libeigen3-dev libboost-dev librapidcheck-dev doctest-dev python3-venv)
+packages=(cmake ninja-build g++ libeigen3-dev libboost-dev librapidcheck-dev doctest-dev python3-venv python3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -21,10 +22,10 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy, ml_dtypes" 2>/dev/null; then
-  echo "kvq setup: creating .venv (numpy, ml_dtypes 0.6.0)"
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import numpy, ml_dtypes, nanobind, pytest" 2>/dev/null; then
+  echo "kvq setup: creating .venv (numpy, ml_dtypes 0.6.0, nanobind 3.1.0, pytest)"
   python3 -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check numpy ml_dtypes==0.6.0
+  .venv/bin/pip install -q --disable-pip-version-check numpy ml_dtypes==0.6.0 nanobind==3.1.0 pytest
 fi
 
 if [ "${1:-}" != "--build" ] && ! .venv/bin/python -c "import pandas, matplotlib, nbconvert, ipykernel" 2>/dev/null; then
