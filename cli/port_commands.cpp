@@ -13,14 +13,7 @@
 namespace kvq::cli {
 namespace {
 
-struct PortOptions {
-  std::string recipe;
-  PortFiles files;
-  int show = 8;
-  int changes = 2;
-};
-
-std::string parse(const Args& args, bool takes_recipe, PortOptions* o) {
+std::string parse(const Args& args, bool takes_recipe, PortRequest* o) {
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     const bool value = i + 1 < args.size();
@@ -58,7 +51,7 @@ int report(const LoadedPort& port, const Comparison& c, std::ostream& out, std::
   return c.exact() ? 0 : 1;
 }
 
-int verify_mla(const PortOptions& o, const LoadedPort& port, std::ostream& out, std::ostream& err) {
+int verify_mla(const PortRequest& o, const LoadedPort& port, std::ostream& out, std::ostream& err) {
   const ports::MlaComparison c = ports::compare_mla(port.mla, static_cast<std::size_t>(o.show));
   return report(port, c, out, err, [&] { return ports::describe_mla(port.mla, c); });
 }
@@ -84,11 +77,15 @@ int print_identification(const LoadedPort& port, const Found& id, const std::str
 }  // namespace
 
 int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
-  PortOptions o;
+  PortRequest o;
   if (auto e = parse(args, true, &o); !e.empty()) {
     err << "kvq verify: " << e << "\nusage: kvq verify RECIPE|rope-quantize|rope-append|mla-cache|mla-requant|mla-dequant|workspace --inputs DIR --outputs DIR [--manifest FILE] [--show N]\n";
     return 2;
   }
+  return verify_port(o, out, err);
+}
+
+int verify_port(const PortRequest& o, std::ostream& out, std::ostream& err) {
   // The RoPE, requantize and workspace kinds have no recipe: the argument names the kind (rope-fp8:
   // either RoPE kind). An MLA cache has its layout's tile rule (or the manifest's tile_recipe):
   // `mla-cache`, or a recipe named as its tile rule.
@@ -169,11 +166,15 @@ int verify_command(const Args& args, std::ostream& out, std::ostream& err) {
 }
 
 int identify_command(const Args& args, std::ostream& out, std::ostream& err) {
-  PortOptions o;
+  PortRequest o;
   if (auto e = parse(args, false, &o); !e.empty()) {
     err << "kvq identify: " << e << "\nusage: kvq identify --inputs DIR --outputs DIR [--manifest FILE] [--changes 0|1|2] [--show N]\n";
     return 2;
   }
+  return identify_port(o, out, err);
+}
+
+int identify_port(const PortRequest& o, std::ostream& out, std::ostream& err) {
   LoadedPort port;
   if (auto e = load_port(o.files, &port); !e.empty()) {
     err << "kvq identify: " << e << "\n";

@@ -36,11 +36,18 @@ std::string check_roles(const Json& tensors, const std::string& kind, const std:
   return {};
 }
 
-std::string read_tensor(const std::string& dir, const std::string& role, const Json& spec, Tensor* t) {
+std::string read_tensor(const PortFiles& files, const std::string& dir, const std::string& role, const Json& spec, Tensor* t) {
   const std::string file = text_of(spec.get("file"));
   if (file.empty()) return role + ": the manifest gives no \"file\"";
-  t->path = std::filesystem::path(file).is_absolute() ? file : dir + "/" + file;
   t->dtype = text_of(spec.get("dtype"));
+  if (files.memory) {  // the Python package: tensors passed in memory, named by "file"
+    const auto it = files.memory->find(file);
+    if (it == files.memory->end()) return role + ": no tensor '" + file + "' was passed";
+    t->path = "argument " + file;
+    t->array = it->second;
+    return {};
+  }
+  t->path = std::filesystem::path(file).is_absolute() ? file : dir + "/" + file;
   std::string error, stored;
   if (file.ends_with(".safetensors")) {
     error = read_safetensors(t->path, text_of(spec.get("key")), &t->array, &stored);
@@ -87,8 +94,8 @@ std::string bytes_of(const Tensor& t, const std::string& role, std::vector<std::
 
 // A float32 parameter: {"bits": "0x..."} or a file of `max` float32 values at most (one, or one a
 // head); the values in *out.
-std::string read_floats(const std::string& dir, const std::string& role, const Json& spec, std::size_t max,
-                        std::vector<float>* out) {
+std::string read_floats(const PortFiles& files, const std::string& dir, const std::string& role, const Json& spec,
+                        std::size_t max, std::vector<float>* out) {
   out->clear();
   if (const std::string bits = text_of(spec.get("bits")); !bits.empty()) {
     const auto value = parse_hex(bits, 32);
@@ -97,7 +104,7 @@ std::string read_floats(const std::string& dir, const std::string& role, const J
     return {};
   }
   Tensor t;
-  if (auto e = read_tensor(dir, role, spec, &t); !e.empty()) return e;
+  if (auto e = read_tensor(files, dir, role, spec, &t); !e.empty()) return e;
   if (t.array.descr != "<f4" || t.array.count() < 1 || static_cast<std::size_t>(t.array.count()) > max)
     return role + ": " + t.path + " must hold one float32, or one a head (" + std::to_string(max) + "), or give \"bits\"";
   out->resize(static_cast<std::size_t>(t.array.count()));
@@ -112,7 +119,7 @@ std::string read_cache(const PortFiles& files, const std::string& role, const Js
                        std::vector<std::uint8_t>* after, std::vector<std::uint8_t>* before, bool* before_known,
                        bool float32_ok = false) {
   Tensor t;
-  if (auto e = read_tensor(files.outputs, role, spec, &t); !e.empty()) return e;
+  if (auto e = read_tensor(files, files.outputs, role, spec, &t); !e.empty()) return e;
   const bool f32 = float32_ok && t.array.descr == "<f4";
   if (t.array.descr != "|u1" && t.array.descr != "|i1" && !f32)
     return role + ": " + t.path + " holds " + t.array.descr + "; give uint8 (or FP8" + (float32_ok ? ", or float32" : "") + ") bytes";
@@ -128,7 +135,7 @@ std::string read_cache(const PortFiles& files, const std::string& role, const Js
     if (!byte) return role + ": \"poison\" must be one hex byte like 0xA5, got '" + poison + "'";
     before->assign(after->size(), static_cast<std::uint8_t>(*byte));
   } else if (dump) {
-    if (auto e = read_tensor(files.inputs, role + ".before", *dump, &t); !e.empty()) return e;
+    if (auto e = read_tensor(files, files.inputs, role + ".before", *dump, &t); !e.empty()) return e;
     if (t.array.bytes.size() != after->size())
       return role + ".before: " + t.path + " holds " + std::to_string(t.array.bytes.size()) + " bytes, the cache " +
              std::to_string(after->size());
@@ -244,7 +251,7 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
   for (const char* role : {"key", "value"}) {
     const Json* spec = tensors.get(role);
     if (!spec) return std::string("manifest: kind paged-store needs the role \"") + role + "\"";
-    if (auto e = read_tensor(files.inputs, role, *spec, &t); !e.empty()) return e;
+    if (auto e = read_tensor(files, files.inputs, role, *spec, &t); !e.empty()) return e;
     DType type;
     if (auto e = value_type(t, role, &type); !e.empty()) return e;
     const auto expected = t.array.shape.empty() ? std::nullopt : checked_product({t.array.shape[0], L.heads, L.head_dim});
@@ -259,7 +266,7 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
   }
   const Json* slots = tensors.get("slot_mapping");
   if (!slots) return "manifest: kind paged-store needs the role \"slot_mapping\"";
-  if (auto e = read_tensor(files.inputs, "slot_mapping", *slots, &t); !e.empty()) return e;
+  if (auto e = read_tensor(files, files.inputs, "slot_mapping", *slots, &t); !e.empty()) return e;
   if (!index_values(t.array, &p.slot_mapping)) return "slot_mapping: " + t.path + " holds " + t.array.descr + "; give int32 or int64";
   if (static_cast<std::int64_t>(p.slot_mapping.size()) != s.tokens)
     return "slot_mapping: " + t.path + " holds " + std::to_string(p.slot_mapping.size()) + " entries, key " +
@@ -284,7 +291,7 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
     const Json* spec = tensors.get(role);
     if (!spec) return std::string("manifest: kind paged-store needs the role \"") + role + "\" (" +
                       (nvfp4 ? "the tensor scale g" : "the decode scale") + ")";
-    if (auto e = read_floats(files.inputs, role, *spec, static_cast<std::size_t>(kernels::kMaxPagedHeads), role == std::string("k_scale") ? &k : &v); !e.empty())
+    if (auto e = read_floats(files, files.inputs, role, *spec, static_cast<std::size_t>(kernels::kMaxPagedHeads), role == std::string("k_scale") ? &k : &v); !e.empty())
       return e;
   }
   if (k.size() != v.size() || (k.size() != 1 && static_cast<std::int64_t>(k.size()) != L.heads))
@@ -296,9 +303,10 @@ std::string load_paged(const PortFiles& files, const Json& m, const Json& tensor
 
 
 // An index array (int32 or int64) as int32, every entry within int32.
-std::string read_indices(const std::string& dir, const std::string& role, const Json& spec, std::vector<std::int32_t>* out) {
+std::string read_indices(const PortFiles& files, const std::string& dir, const std::string& role, const Json& spec,
+                         std::vector<std::int32_t>* out) {
   Tensor t;
-  if (auto e = read_tensor(dir, role, spec, &t); !e.empty()) return e;
+  if (auto e = read_tensor(files, dir, role, spec, &t); !e.empty()) return e;
   std::vector<std::int64_t> wide;
   if (!index_values(t.array, &wide)) return role + ": " + t.path + " holds " + t.array.descr + "; give int32 or int64";
   out->clear();
@@ -351,7 +359,7 @@ std::string load_rope(const PortFiles& files, const Json& m, const Json& tensors
   const auto values = [&](const std::string& role, bool required, std::vector<std::int64_t>* shape, std::vector<std::uint8_t>* bytes) -> std::string {
     const Json* spec = tensors.get(role);
     if (!spec) return required ? "manifest: kind rope-* needs the role \"" + role + "\"" : std::string();
-    if (auto e = read_tensor(files.inputs, role, *spec, &t); !e.empty()) return e;
+    if (auto e = read_tensor(files, files.inputs, role, *spec, &t); !e.empty()) return e;
     DType type;
     if (auto e = value_type(t, role, &type); !e.empty()) return e;
     if (role != "q_rope" && type != s.input) return role + ": " + t.path + " must have q_rope's dtype";
@@ -399,7 +407,7 @@ std::string load_rope(const PortFiles& files, const Json& m, const Json& tensors
   if (p.cos_sin != ports::RopeCosSin::cache && p.rope_theta == 0) return "parameters: \"cos_sin\" " + cos_sin + " needs \"rope_theta\"";
   const Json* pos = tensors.get("pos_ids");
   if (!pos) return "manifest: kind rope-* needs the role \"pos_ids\"";
-  if (auto e = read_indices(files.inputs, "pos_ids", *pos, &p.pos_ids); !e.empty()) return e;
+  if (auto e = read_indices(files, files.inputs, "pos_ids", *pos, &p.pos_ids); !e.empty()) return e;
   if (p.rope_theta > 0) {  // each (position, frequency) is a 100-digit cos and sin (oracle/rope_oracle.hpp)
     std::vector<std::int32_t> positions = p.pos_ids;
     std::sort(positions.begin(), positions.end());
@@ -409,7 +417,7 @@ std::string load_rope(const PortFiles& files, const Json& m, const Json& tensors
              " (position, frequency) pairs is too many (at most " + std::to_string(kMaxComputedCosSin) + "; give fewer tokens)";
   }
   if (csc) {
-    if (auto e = read_tensor(files.inputs, "cos_sin_cache", *csc, &t); !e.empty()) return e;
+    if (auto e = read_tensor(files, files.inputs, "cos_sin_cache", *csc, &t); !e.empty()) return e;
     if (t.array.descr != "<f4" || t.array.shape.size() != 2 || t.array.shape[1] != s.rope_dim)
       return "cos_sin_cache: " + t.path + " must be float32 [max_pos, rope_dim]";
     s.max_pos = t.array.shape[0];
@@ -441,7 +449,7 @@ std::string load_rope(const PortFiles& files, const Json& m, const Json& tensors
       if (!spec) return std::string("manifest: kind rope-append needs the role \"") + role + "\"";
       auto* dst = role == std::string("kv_indptr") ? &p.kv_indptr : role == std::string("kv_indices") ? &p.kv_indices
                   : role == std::string("batch_indices") ? &p.batch_indices : &p.positions;
-      if (auto e = read_indices(files.inputs, role, *spec, dst); !e.empty()) return e;
+      if (auto e = read_indices(files, files.inputs, role, *spec, dst); !e.empty()) return e;
     }
     if (p.kv_indptr.empty()) return "kv_indptr: must hold batch + 1 entries";
     s.batch = static_cast<std::int64_t>(p.kv_indptr.size()) - 1;
@@ -496,7 +504,7 @@ std::string mla_cache_parameters(const Json* params, kernels::MlaCacheShape* sha
 std::string read_mla_blocks(const PortFiles& files, const std::string& role, const Json& spec, const kernels::MlaLayout& l,
                             std::int64_t block_size, std::vector<std::uint8_t>* bytes, std::int64_t* num_blocks) {
   Tensor t;
-  if (auto e = read_tensor(files.inputs, role, spec, &t); !e.empty()) return e;
+  if (auto e = read_tensor(files, files.inputs, role, spec, &t); !e.empty()) return e;
   if (t.array.descr != "|u1" && t.array.descr != "|i1") return role + ": " + t.path + " holds " + t.array.descr + "; give uint8 (or FP8) bytes";
   *bytes = std::move(t.array.bytes);
   const std::int64_t block_bytes = l.block_bytes(block_size);
@@ -525,7 +533,7 @@ std::string load_mla(const PortFiles& files, const Json& m, const Json& tensors,
   Tensor t;
   const Json* k = tensors.get("k");
   if (!k) return "manifest: kind mla-cache needs the role \"k\"";
-  if (auto e = read_tensor(files.inputs, "k", *k, &t); !e.empty()) return e;
+  if (auto e = read_tensor(files, files.inputs, "k", *k, &t); !e.empty()) return e;
   DType type;
   if (auto e = value_type(t, "k", &type); !e.empty()) return e;
   if (type != DType::bf16) return "k: " + t.path + " must be bfloat16 (the MLA writers take BF16 tokens)";
@@ -535,7 +543,7 @@ std::string load_mla(const PortFiles& files, const Json& m, const Json& tensors,
   p.k.resize(static_cast<std::size_t>(t.array.count()));
   std::memcpy(p.k.data(), t.array.bytes.data(), t.array.bytes.size());
   if (const Json* slots = tensors.get("slot_mapping")) {
-    if (auto e = read_tensor(files.inputs, "slot_mapping", *slots, &t); !e.empty()) return e;
+    if (auto e = read_tensor(files, files.inputs, "slot_mapping", *slots, &t); !e.empty()) return e;
     if (!index_values(t.array, &p.slot_mapping)) return "slot_mapping: " + t.path + " holds " + t.array.descr + "; give int32 or int64";
     if (static_cast<std::int64_t>(p.slot_mapping.size()) != tokens)
       return "slot_mapping: " + std::to_string(p.slot_mapping.size()) + " entries, k " + std::to_string(tokens) + " tokens";
@@ -586,7 +594,7 @@ std::string load_mla_requant(const PortFiles& files, const Json& m, const Json& 
   const Json* k_scale = tensors.get("k_scale");
   std::vector<float> k;
   if (!k_scale) return "manifest: kind mla-requant needs the role \"k_scale\" (the source cache's decode scale)";
-  if (auto e = read_floats(files.inputs, "k_scale", *k_scale, 1, &k); !e.empty()) return e;
+  if (auto e = read_floats(files, files.inputs, "k_scale", *k_scale, 1, &k); !e.empty()) return e;
   p.k_scale = k[0];
   if (auto e = kernels::validate_requantize(1, p.shape.block_size, p.k_scale); !e.ok()) return "k_scale: " + e.message();
   const Json* src = tensors.get("src_cache");
@@ -619,14 +627,14 @@ std::string load_mla_dequant(const PortFiles& files, const Json& m, const Json& 
   Tensor t;
   if (const Json* k_scale = tensors.get("k_scale")) {
     std::vector<float> k;
-    if (auto e = read_floats(files.inputs, "k_scale", *k_scale, 1, &k); !e.empty()) return e;
+    if (auto e = read_floats(files, files.inputs, "k_scale", *k_scale, 1, &k); !e.empty()) return e;
     p.k_scale = k[0];
   } else if (l.tile == 0 && l.segment(kernels::MlaPart::nope).format == FormatId::e4m3fn) {
     return std::string("manifest: kind mla-dequant needs the role \"k_scale\" for ") + l.name + " (its FP8 codes' decode scale)";
   }
   if (auto e = kernels::validate_dequantize(p.shape, p.k_scale); !e.ok()) return "k_scale: " + e.message();
   if (const Json* indices = tensors.get("indices")) {
-    if (auto e = read_tensor(files.inputs, "indices", *indices, &t); !e.empty()) return e;
+    if (auto e = read_tensor(files, files.inputs, "indices", *indices, &t); !e.empty()) return e;
     if (!index_values(t.array, &p.slot_mapping)) return "indices: " + t.path + " holds " + t.array.descr + "; give int32 or int64";
     for (std::size_t i = 0; i < p.slot_mapping.size(); ++i)
       if (p.slot_mapping[i] < 0 || p.slot_mapping[i] >= p.shape.slots())
@@ -637,7 +645,7 @@ std::string load_mla_dequant(const PortFiles& files, const Json& m, const Json& 
   }
   const Json* output = tensors.get("output");
   if (!output) return "manifest: kind mla-dequant needs the role \"output\"";
-  if (auto e = read_tensor(files.outputs, "output", *output, &t); !e.empty()) return e;
+  if (auto e = read_tensor(files, files.outputs, "output", *output, &t); !e.empty()) return e;
   if (auto e = value_type(t, "output", &p.output); !e.empty()) return e;
   if (t.array.shape.empty() || t.array.shape.back() != l.dims() || t.array.count() != p.tokens() * l.dims())
     return "output: " + t.path + " must be [" + std::to_string(p.tokens()) + ", " + std::to_string(l.dims()) +
@@ -661,20 +669,20 @@ std::string load_workspace(const PortFiles& files, const Json& m, const Json& te
   kernels::WorkspaceBatch& w = p.batch;
   w.recipe = recipe_from_name("nvfp4")->recipe;  // the page's decode: E2M1 x E4M3 scale, any NVFP4 recipe alike
   Tensor t;
-  if (auto e = read_tensor(files.inputs, "kv_cache", *tensors.get("kv_cache"), &t); !e.empty()) return e;
+  if (auto e = read_tensor(files, files.inputs, "kv_cache", *tensors.get("kv_cache"), &t); !e.empty()) return e;
   if (t.array.descr != "|u1" && t.array.descr != "|i1") return "kv_cache: " + t.path + " holds " + t.array.descr + "; give uint8 bytes";
   PageShape page;
   if (auto e = nvfp4_page_shape("kv_cache", t.array.shape, true, &page); !e.empty()) return e;
   kernels::Nvfp4PageGeometry& g = w.pages;
   g = {page.num_blocks, page.block_size, page.heads, page.head_dim};
   p.cache = std::move(t.array.bytes);
-  if (auto e = read_tensor(files.inputs, "block_tables", *tensors.get("block_tables"), &t); !e.empty()) return e;
+  if (auto e = read_tensor(files, files.inputs, "block_tables", *tensors.get("block_tables"), &t); !e.empty()) return e;
   if (t.array.shape.size() != 2 || t.array.shape[1] < 1)
     return "block_tables: " + t.path + " must be [batch, max_blocks_per_seq], max_blocks_per_seq >= 1";
   w.batch = t.array.shape[0];
   w.max_blocks_per_seq = t.array.shape[1];
-  if (auto e = read_indices(files.inputs, "block_tables", *tensors.get("block_tables"), &p.block_tables); !e.empty()) return e;
-  if (auto e = read_indices(files.inputs, "cu_seq_lens", *tensors.get("cu_seq_lens"), &p.cu_seq_lens); !e.empty()) return e;
+  if (auto e = read_indices(files, files.inputs, "block_tables", *tensors.get("block_tables"), &p.block_tables); !e.empty()) return e;
+  if (auto e = read_indices(files, files.inputs, "cu_seq_lens", *tensors.get("cu_seq_lens"), &p.cu_seq_lens); !e.empty()) return e;
   if (static_cast<std::int64_t>(p.cu_seq_lens.size()) != w.batch + 1)
     return "cu_seq_lens: " + std::to_string(p.cu_seq_lens.size()) + " entries; block_tables' batch " + std::to_string(w.batch) +
            " needs batch + 1";
@@ -683,7 +691,7 @@ std::string load_workspace(const PortFiles& files, const Json& m, const Json& te
   for (int side = 0; side < 2; ++side) {
     const std::string role = side ? "v_scale" : "k_scale";
     std::vector<float> g_value;
-    if (auto e = read_floats(files.inputs, role, *tensors.get(role), 1, &g_value); !e.empty()) return e;
+    if (auto e = read_floats(files, files.inputs, role, *tensors.get(role), 1, &g_value); !e.empty()) return e;
     p.factor[side] = g_value[0];
     const std::string ws = side ? "v_workspace_scale" : "k_workspace_scale";
     if (const Json* v = params ? params->get(ws) : nullptr) {
@@ -721,16 +729,20 @@ std::string load_workspace(const PortFiles& files, const Json& m, const Json& te
 }  // namespace
 
 std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* recipe) {
-  std::string path = files.manifest;
-  if (path.empty()) {
-    path = files.outputs + "/manifest.json";
-    if (!std::filesystem::exists(path)) path = files.inputs + "/manifest.json";
+  std::string path = files.manifest, text;
+  if (files.memory) {  // the Python package: the manifest is its arguments, the tensors in memory
+    path = "the call's arguments";
+    text = files.manifest_text;
+  } else {
+    if (path.empty()) {
+      path = files.outputs + "/manifest.json";
+      if (!std::filesystem::exists(path)) path = files.inputs + "/manifest.json";
+    }
+    if (!std::filesystem::exists(path))
+      return "manifest: cannot open " + path + " (give --manifest FILE, or put manifest.json in --outputs)";
+    if (auto e = read_text_file(path, 16 << 20, &text); !e.empty()) return "manifest: " + e;
   }
   out->manifest = path;
-  if (!std::filesystem::exists(path))
-    return "manifest: cannot open " + path + " (give --manifest FILE, or put manifest.json in --outputs)";
-  std::string text;
-  if (auto e = read_text_file(path, 16 << 20, &text); !e.empty()) return "manifest: " + e;
   Json m;
   if (auto e = parse_json(text, &m); !e.empty()) return "manifest: " + path + " is not JSON: " + e;
   if (m.kind != Json::Kind::object) return "manifest: " + path + " must be a JSON object";
@@ -771,17 +783,17 @@ std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* rec
   const Json* codes = tensors->get("codes");
   if (!x || !codes) return "manifest: " + path + " must name the roles \"x\" and \"codes\"";
   Tensor t;
-  if (auto e = read_tensor(files.inputs, "x", *x, &t); !e.empty()) return e;
+  if (auto e = read_tensor(files, files.inputs, "x", *x, &t); !e.empty()) return e;
   if (auto e = value_type(t, "x", &d.input); !e.empty()) return e;
   if (t.array.shape.empty() || t.array.shape.back() == 0) return "x: " + t.path + " needs a last dimension (head_dim) > 0";
   d.cols = t.array.shape.back();
   d.rows = t.array.count() / d.cols;
   d.x = std::move(t.array.bytes);
-  if (auto e = read_tensor(files.outputs, "codes", *codes, &t); !e.empty()) return e;
+  if (auto e = read_tensor(files, files.outputs, "codes", *codes, &t); !e.empty()) return e;
   if (t.array.descr != "|u1" && t.array.descr != "|i1") return "codes: " + t.path + " holds " + t.array.descr + "; give uint8";
   d.codes = std::move(t.array.bytes);
   if (const Json* s = tensors->get("block_scales")) {
-    if (auto e = read_tensor(files.outputs, "block_scales", *s, &t); !e.empty()) return e;
+    if (auto e = read_tensor(files, files.outputs, "block_scales", *s, &t); !e.empty()) return e;
     if (auto e = bytes_of(t, "block_scales", &d.scales); !e.empty()) return e;
     d.has_scales = true;
   }
@@ -802,7 +814,7 @@ std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* rec
       if (!value) return "global_scale: \"bits\" must be hex FP32 bits like 0x3f800000, got '" + bits + "'";
       gs.value = float_from_bits(static_cast<std::uint32_t>(*value));
     } else {
-      if (auto e = read_tensor(gs.is_output ? files.outputs : files.inputs, "global_scale", *s, &t); !e.empty()) return e;
+      if (auto e = read_tensor(files, gs.is_output ? files.outputs : files.inputs, "global_scale", *s, &t); !e.empty()) return e;
       if (t.array.descr != "<f4" || t.array.count() != 1)
         return "global_scale: " + t.path + " must hold one float32 (or give \"bits\")";
       std::memcpy(&gs.value, t.array.bytes.data(), 4);
@@ -810,7 +822,7 @@ std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* rec
     d.global_scale = gs;
   }
   if (const Json* s = tensors->get("dequantized")) {
-    if (auto e = read_tensor(files.outputs, "dequantized", *s, &t); !e.empty()) return e;
+    if (auto e = read_tensor(files, files.outputs, "dequantized", *s, &t); !e.empty()) return e;
     DType type;
     if (auto e = value_type(t, "dequantized", &type); !e.empty()) return e;
     std::vector<float> values(static_cast<std::size_t>(t.array.count()));

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
+#include "cli/npy.hpp"
 #include "oracle/verify.hpp"
 #include "oracle/verify_mla.hpp"
 #include "oracle/verify_paged.hpp"
@@ -16,6 +18,10 @@ namespace kvq::cli {
 struct PortFiles {
   std::string inputs, outputs;  // directories: x (and a given global scale) / what the port wrote
   std::string manifest;         // empty: OUTPUTS/manifest.json, else INPUTS/manifest.json
+  // The Python package (docs/python.md): no files; the manifest's text, and its tensors by the names
+  // the manifest gives as "file".
+  const std::map<std::string, NpyArray>* memory = nullptr;
+  std::string manifest_text;
 };
 
 // The manifest's "kind": what the port computes (docs/ports.md). quantize (the default): a flat
@@ -36,6 +42,19 @@ struct LoadedPort {
   std::string recipe;    // the manifest's "recipe", if any
   std::string manifest;  // the path read
 };
+
+// What kvq verify / kvq identify check: RECIPE or kind (verify's argument), the tensors (files, or
+// memory: the Python package), how many differences to show, identify's most changes.
+struct PortRequest {
+  std::string recipe;
+  PortFiles files;
+  int show = 8;
+  int changes = 2;
+};
+// Their verdicts: the report on out, exit status 0 (bit-exact / a variant reproduces every output),
+// 1 (a mismatch / none does) or 2 (bad input: the message on err names the file or role).
+int verify_port(const PortRequest& request, std::ostream& out, std::ostream& err);
+int identify_port(const PortRequest& request, std::ostream& out, std::ostream& err);
 
 // "" on success, else a message naming the file and the role. recipe: the recipe the command
 // checks against (the paged kinds read their caches' layout from it; nullptr: the flat kind only).

@@ -7,9 +7,11 @@ CPU tensors, anything with DLPack or the buffer protocol.
 from ._kvq import (Identification, Quantized, Report, _dequantize, conventions, decode, encode, formats, identify,
                    pack_e2m1, quantize, recipes, unpack_e2m1, verify)
 from . import testing
+from .calls import CallReport, identify_call, verify_call
 
 __all__ = ["formats", "conventions", "recipes", "encode", "decode", "pack_e2m1", "unpack_e2m1", "quantize",
-           "dequantize", "verify", "identify", "Quantized", "Report", "Identification", "testing"]
+           "dequantize", "verify", "identify", "verify_call", "identify_call", "Quantized", "Report", "Identification",
+           "CallReport", "testing"]
 
 
 def dequantize(q, scales=None, global_scale=None, *, recipe=None, shape=None, dtype="float32", block=None):

@@ -7,13 +7,20 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
+#include <map>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
+#include <sstream>
+
+#include "cli/npy.hpp"
+#include "cli/port_files.hpp"
 #include "formats/conventions.hpp"
 #include "formats/float_bits.hpp"
 #include "formats/names.hpp"
@@ -464,6 +471,48 @@ std::string identification_text(const Identification& id) {
   return s;
 }
 
+// ---- the layout-aware kinds: the command line's readers and verdicts on tensors in memory ----
+
+// The .npy type string of a tensor, and the manifest "dtype" its bits need ("bfloat16"), or "".
+std::pair<std::string, std::string> npy_descr(nb::dlpack::dtype t, const std::string& role) {
+  using C = nb::dlpack::dtype_code;
+  if (is(t, C::Bfloat, 16)) return {"<u2", "bfloat16"};
+  if (is(t, C::Float, 32)) return {"<f4", ""};
+  if (is(t, C::Float, 16)) return {"<f2", ""};
+  if (is(t, C::UInt, 16)) return {"<u2", ""};
+  if (is(t, C::Int, 32)) return {"<i4", ""};
+  if (is(t, C::Int, 64)) return {"<i8", ""};
+  if (is(t, C::Int, 8)) return {"|i1", ""};
+  if (t.bits == 8 && t.lanes == 1) return {"|u1", ""};  // uint8, float8, packed float4: bytes
+  type_error(role + ": " + dtype_name(t) + " is not a type kvq's port readers take");
+}
+
+std::pair<std::string, std::string> tensor_type(const Array& a, const std::string& role) { return npy_descr(a.dtype(), role); }
+
+// kvq verify (or identify) on a manifest's text and its tensors by name: (exit status, report, error).
+std::tuple<int, std::string, std::string> port_call(bool verify, const std::string& what, const std::string& manifest,
+                                                    const nb::dict& arrays, int show, int changes) {
+  std::map<std::string, kvq::cli::NpyArray> memory;
+  for (const auto& [key, value] : arrays) {
+    const std::string role = nb::cast<std::string>(key);
+    const Tensor t = read(nb::cast<Array>(value), role.c_str());
+    kvq::cli::NpyArray a;
+    a.descr = npy_descr(t.dtype, role).first;
+    a.shape = t.shape;
+    a.bytes = t.bytes;
+    memory[role] = std::move(a);
+  }
+  kvq::cli::PortRequest request;
+  request.recipe = what;
+  request.files.memory = &memory;
+  request.files.manifest_text = manifest;
+  request.show = show;
+  request.changes = changes;
+  std::ostringstream out, err;
+  const int status = verify ? kvq::cli::verify_port(request, out, err) : kvq::cli::identify_port(request, out, err);
+  return {status, out.str(), err.str()};
+}
+
 std::vector<std::string> names(const auto& list) {
   std::vector<std::string> out;
   for (const auto& n : list) out.emplace_back(n);
@@ -523,6 +572,10 @@ NB_MODULE(_kvq, m) {
         nb::arg("nibble_order") = "low_first", nb::arg("scale_layout") = "row_major", nb::arg("block") = nb::none(),
         nb::arg("x_dtype") = nb::none(), nb::arg("show") = 8,
         "A port's outputs against the recipe's model, bit for bit (kvq verify).");
+
+  m.def("_tensor_type", &tensor_type, nb::arg("tensor"), nb::arg("role"));
+  m.def("_port_call", &port_call, nb::arg("verify"), nb::arg("what"), nb::arg("manifest"), nb::arg("arrays"),
+        nb::arg("show"), nb::arg("changes"));
 
   nb::class_<Identification>(m, "Identification", "kvq.identify's answer: the variants that reproduce every output.")
       .def_ro("tried", &Identification::tried)
