@@ -26,7 +26,49 @@ __global__ void fill_kernel(DType t, void* x, std::int64_t count, std::int64_t c
 
 using launch::status;
 
+// The vector copy of copy_rate: 16 bytes a thread and step, grid-stride; the tail byte by byte.
+__global__ void copy_kernel(std::uint8_t* dst, const std::uint8_t* src, std::size_t bytes) {
+  const std::size_t vectors = bytes / 16, step = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t first = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  for (std::size_t i = first; i < vectors; i += step)
+    reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+  for (std::size_t i = vectors * 16 + first; i < bytes; i += step) dst[i] = src[i];
+}
+
+bool clocks_settled = false;  // copy_rate's warm-up ran in this process
+
 }  // namespace
+
+Status copy_rate(void* dst, const void* src, std::size_t bytes, int repeats, double* gbps) {
+  const std::size_t half = bytes / 2;
+  auto* d = static_cast<std::uint8_t*>(dst);
+  const auto* s = static_cast<const std::uint8_t*>(src);
+  int sms = 0;
+  if (auto e = status(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0)); !e.ok()) return e;
+  const std::function<Status()> copies[] = {
+      [&] { return status(cudaMemcpyAsync(d, s, half, cudaMemcpyDeviceToDevice)); },
+      [&] {
+        copy_kernel<<<sms * 8, 256>>>(d, s, half);
+        return status(cudaGetLastError());
+      }};
+  if (!clocks_settled) {  // about 100 ms of copies before the first baseline
+    clocks_settled = true;
+    double ms = 0;
+    if (auto e = time_median(copies[0], 3, &ms); !e.ok()) return e;
+    const int rounds = static_cast<int>(std::min(2000.0, 100.0 / std::max(ms, 1e-3)));
+    for (int i = 0; i < rounds; ++i)
+      if (auto e = copies[i % 2](); !e.ok()) return e;
+    if (auto e = status(cudaDeviceSynchronize()); !e.ok()) return e;
+  }
+  double best = 0;
+  for (const auto& copy : copies) {
+    double ms = 0;
+    if (auto e = time_median(copy, repeats, &ms); !e.ok()) return e;
+    best = std::max(best, 2.0 * static_cast<double>(half) / (ms * 1e6));
+  }
+  *gbps = best;
+  return {};
+}
 
 Status time_median(const std::function<Status()>& launch, int repeats, double* median_ms) {
   cudaEvent_t start, stop;
@@ -69,13 +111,8 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
     fill_kernel<<<prop.multiProcessorCount * 8, 256>>>(dtype, x, count, cols);
     e = status(cudaDeviceSynchronize());
   }
-  auto copy_gbps = [&](double bytes, double* gbps) {  // D2D copy of bytes/2 read + bytes/2 written
-    double ms = 0;
-    const auto half = static_cast<std::size_t>(bytes / 2);
-    const Status err = time_median([&] { return status(cudaMemcpyAsync(copy, x, std::min(half, in_bytes), cudaMemcpyDeviceToDevice)); },
-                                        repeats, &ms);
-    *gbps = 2.0 * static_cast<double>(std::min(half, in_bytes)) / (ms * 1e6);
-    return err;
+  auto copy_gbps = [&](double bytes, double* gbps) {  // bytes/2 read + bytes/2 written, at most the input's
+    return copy_rate(copy, x, std::min(static_cast<std::size_t>(bytes), 2 * in_bytes), repeats, gbps);
   };
   if (e.ok()) {
     double ms = 0, copy_rate = 0;
@@ -176,12 +213,7 @@ namespace kvq::kernels {
 namespace {
 
 Status mla_copy_rate(void* dst, const void* src, std::size_t capacity, double bytes, int repeats, double* gbps) {
-  const std::size_t half = std::min(static_cast<std::size_t>(bytes / 2), capacity);
-  double ms = 0;
-  const Status e = time_median([&] { return status(cudaMemcpyAsync(dst, src, half, cudaMemcpyDeviceToDevice)); },
-                                    repeats, &ms);
-  *gbps = 2.0 * static_cast<double>(half) / (ms * 1e6);
-  return e;
+  return copy_rate(dst, src, std::min(static_cast<std::size_t>(bytes), 2 * capacity), repeats, gbps);
 }
 
 std::vector<std::int32_t> shuffled(std::int64_t n) {  // a fixed permutation (xorshift), no device RNG needed

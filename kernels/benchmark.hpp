@@ -22,7 +22,7 @@ struct BenchRow {
   double bytes = 0;       // bytes read + bytes written
   double median_ms = 0;
   double gbps = 0;        // bytes / median time
-  double copy_gbps = 0;   // the D2D copy of the same bytes in this run (read + write)
+  double copy_gbps = 0;   // copy_rate of the same bytes in this run (read + write)
 };
 
 struct BenchCase {
@@ -32,6 +32,12 @@ struct BenchCase {
 
 // Median milliseconds of `launch` over `repeats` timed runs (CUDA events) after 3 warm-ups.
 Status time_median(const std::function<Status()>& launch, int repeats, double* median_ms);
+
+// Every row's yardstick (docs/performance.md "Copy baseline"): `bytes` (read + written) moved by the
+// fastest of two copies of bytes/2 from src to dst, cudaMemcpyAsync and a 16-byte vector copy
+// kernel, each the median of `repeats` timed runs. The first call of a process first runs copies for
+// about 100 ms, so that no row's baseline is timed before the GPU's clocks settle.
+Status copy_rate(void* dst, const void* src, std::size_t bytes, int repeats, double* gbps);
 
 // Runs every case on a [rows, cols] tensor of `dtype`; success or an error (kernels/status.hpp). The NVFP4 paged rows store
 // with the scale swizzle `paged_swizzle`, their kernel named paged-nhd / paged-hnd, with -v (V

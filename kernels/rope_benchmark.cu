@@ -73,10 +73,8 @@ Status bench_one(const RopeShape& s, int repeats, std::vector<BenchRow>* out) {
   auto* copy_dst = b.make<std::uint8_t>(copy_bytes, 0);
   if (!b.error.ok()) return b.error;
   const std::string label = std::string(name_of(s.attention)) + "-" + name_of(s.style) + "-" + std::to_string(s.tokens);
-  double copy_ms = 0;
-  Status e = time_median([&] { return status(cudaMemcpyAsync(copy_dst, copy_src, copy_bytes, cudaMemcpyDeviceToDevice)); },
-                              repeats, &copy_ms);
-  const double copy_gbps = 2.0 * static_cast<double>(copy_bytes) / (copy_ms * 1e6);
+  double copy_gbps = 0;
+  Status e = copy_rate(copy_dst, copy_src, 2 * static_cast<std::size_t>(copy_bytes), repeats, &copy_gbps);
   auto row = [&](const char* kernel, double bytes, const std::function<Status()>& launch) {
     double ms = 0;
     if (e.ok()) e = time_median(launch, repeats, &ms);
