@@ -120,7 +120,9 @@ Bytes byte_codes(const Tensor& t, const char* role) {
 
 float scalar(const nb::handle& h, const char* role) {
   if (nb::isinstance<nb::float_>(h) || nb::isinstance<nb::int_>(h)) return static_cast<float>(nb::cast<double>(h));
-  const Tensor t = read(nb::cast<Array>(h), role);
+  Array a;
+  if (!nb::try_cast(h, a)) type_error(std::string(role) + ": a float or a one-element tensor, got " + nb::type_name(h.type()).c_str());
+  const Tensor t = read(a, role);
   if (t.count() != 1) value_error(std::string(role) + ": one value, got " + std::to_string(t.count()));
   using C = nb::dlpack::dtype_code;
   if (is(t.dtype, C::Float, 32)) return kvq::kernels::load_value(DType::fp32, t.bytes.data(), 0);

@@ -71,3 +71,10 @@ def test_bad_arguments_name_the_argument():
         kvq.verify("nvfp4", x, np.zeros(32, np.float32), scales)
     with pytest.raises(ValueError, match="nibble_order"):
         kvq.verify("nvfp4", x, codes, scales, nibble_order="middle")
+    with pytest.raises(TypeError, match="^global_scale: a float or a one-element tensor, got str"):
+        kvq.verify("nvfp4", x, codes, scales, global_scale="1.0")
+    with pytest.raises(ValueError, match="^global_scale: one value, got 2"):
+        kvq.verify("nvfp4", x, codes, scales, global_scale=np.ones(2, np.float32))
+    # empty and reversed (negative-stride) views are read where they lie
+    assert kvq.encode(np.zeros((0, 4), np.float32), "e4m3fn").shape == (0, 4)
+    assert kvq.encode(np.array([1.0, 2.0], np.float32)[::-1], "e4m3fn", convention="cuda-satfinite").tolist() == [0x40, 0x38]
