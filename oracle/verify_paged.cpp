@@ -27,14 +27,7 @@ const char* paged_buffer_name(const kernels::PagedKvLayout& l, int buffer) {
 
 namespace {
 
-// The row of (slot, head) in an FP8 cache: NHD [blocks, block_size, heads, D] or HND [blocks, heads,
-// block_size, D] (kernels/paged_layout.hpp), and the FP32 scale of (slot, head) in a per-token-head
-// scale cache [blocks, block_size, heads].
-std::int64_t fp8_row(const kernels::PagedKvLayout& L, std::int64_t slot, std::int64_t head) {
-  const std::int64_t page = slot / L.block_size, position = slot % L.block_size;
-  return L.order == KvOrder::nhd ? (page * L.block_size + position) * L.heads + head
-                                 : (page * L.heads + head) * L.block_size + position;
-}
+// The FP32 scale of (slot, head) in a per-token-head scale cache [blocks, block_size, heads].
 std::int64_t token_head_scale_offset(const kernels::PagedKvLayout& L, std::int64_t slot, std::int64_t head) {
   return (slot * L.heads + head) * 4;
 }
@@ -67,7 +60,8 @@ Status run_token_head(const PagedPort& p, std::vector<std::uint8_t>* out) {
       for (std::int64_t h = 0; h < L.heads; ++h) {
         const std::uint8_t* x = (side == 0 ? p.key : p.value).data() + (t * L.heads + h) * L.head_dim * width;
         const float g = tensor_scale(r, kernels::amax_cpu(p.shape.input, x, L.head_dim));
-        std::uint8_t* codes = out[side].data() + fp8_row(L, slot, h) * L.head_dim;
+        std::uint8_t* codes =
+            out[side].data() + L.data_offset(static_cast<KvSide>(side), slot / L.block_size, slot % L.block_size, h, 0);
         if (auto e = kernels::quantize_cpu(row, p.shape.input, x, g, codes, nullptr); !e.ok()) return e;
         const std::uint32_t bits = bits_of(g);
         for (int i = 0; i < 4; ++i)

@@ -140,8 +140,7 @@ void for_each_site(const RopePort& p, RopeStyle style, const CosSinRows& cos_sin
 }
 
 std::uint8_t site_code(const RopePort& p, const RopeArithmetic& a, const Site& e) {
-  const float v = e.rotated ? rotate(a, e.x, e.partner, e.c, e.s, e.first) : e.x;
-  return code(a, p.shape.input, v, e.scale);
+  return rope_element_code(a, p.shape.input, e.x, e.partner, e.c, e.s, e.first, e.rotated, e.scale);
 }
 
 bool finite(float v) { return std::isfinite(v); }
@@ -258,6 +257,11 @@ RopeComparison compare(const RopePort& p, const RopeArithmetic& a, std::size_t k
 std::string fp32(float v) { return hex_digits(bits_of(v), 8) + " = " + number(v); }
 
 }  // namespace
+
+std::uint8_t rope_element_code(const RopeArithmetic& a, DType input, float x, float partner, float c, float s, bool first,
+                               bool rotated, float scale) {
+  return code(a, input, rotated ? rotate(a, x, partner, c, s, first) : x, scale);
+}
 
 int RopeArithmetic::changes(const RopeArithmetic& d) const {
   return (style != d.style) + (fma != d.fma) + (ftz != d.ftz) + (scale != d.scale) + (saturate != d.saturate) +

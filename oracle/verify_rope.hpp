@@ -50,6 +50,12 @@ struct RopeArithmetic {
   std::string phrase() const;                              // "NeoX, an FMA of x*cos, flush to zero"
 };
 
+// One output element's E4M3 code under `a` (cos/sin given: a.cos_sin is not read): a rotated
+// element with its partner, cos and sin (first: the subtracting one of its pair), or a plain one
+// (nope, V) scaled alone. What the comparisons expect, and what the RoPE mutants compute.
+std::uint8_t rope_element_code(const RopeArithmetic& a, kernels::DType input, float x, float partner, float c, float s,
+                               bool first, bool rotated, float scale);
+
 enum class RopeKind : std::uint8_t { quantize, append };
 // Output buffers by kind: quantize q_rope_out, q_nope_out, k_rope_out, k_nope_out; append
 // q_rope_out, q_nope_out, then k_cache, v_cache (MHA) or ckv_cache, kpe_cache (MLA).
@@ -104,7 +110,8 @@ RopeComparison compare_rope(const RopePort& p, const RopeArithmetic& a, std::siz
 std::string describe_rope(const RopePort& p, const RopeArithmetic& a, const RopeComparison& c);
 
 // kvq identify for RoPE: every arithmetic variant (both pairings, each FMA form, with and without
-// flush to zero, the three scale operations, saturating or not, rounded to the input dtype or not);
+// flush to zero, the three scale operations, saturating or not, rounded to the input dtype or not),
+// each with cos/sin from the port's cache and, given rope_theta, computed (RopeCosSin);
 // those that reproduce every byte, fewest changes from kvq's model (with the port's is_neox) first,
 // and the nearest others. Several may reproduce a call whose inputs do not separate them.
 struct RopeCandidate {

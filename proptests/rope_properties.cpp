@@ -17,6 +17,7 @@
 #include "formats/float_bits.hpp"
 #include "kernels/rope_append.hpp"
 #include "oracle/rope_oracle.hpp"
+#include "oracle/verify_rope.hpp"
 #include "proptests/conversion_space.hpp"
 #include "proptests/layout_mutants.hpp"
 #include "proptests/harness/mix32.hpp"
@@ -585,26 +586,16 @@ RopeProblem crafted_problem(const CraftedElement& e) {
   return p;
 }
 
-// A port's element arithmetic with one -use_fast_math habit (the RoPE mutants), over the whole call
-// as expected_outputs places it.
-float flushed(float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v; }
+// A port's element arithmetic with one -use_fast_math habit (the RoPE mutants): the variant's rule
+// of the verifier (ports::rope_element_code), over the whole call as expected_outputs places it.
 RopeOutputs outputs_with(const RopeProblem& p, std::uint8_t poison, RopeElementBug bug) {
+  ports::RopeArithmetic a;
+  a.style = p.s.style;
+  a.fma = bug == RopeElementBug::fma_x_cos ? ports::RopeFma::x_cos : ports::RopeFma::none;
+  a.ftz = bug == RopeElementBug::flush_to_zero;
   RopeOutputs o = poisoned(p.s, p.s.cache_slots(), poison);
   for_each_element(p, [&](const ElementSite& e) {
-    float v = e.x;
-    if (bug == RopeElementBug::flush_to_zero) {
-      if (e.rotated) {
-        const float a = flushed(flushed(e.x) * flushed(e.c)), b = flushed(flushed(e.partner) * flushed(e.s));
-        v = flushed(e.first ? a - b : a + b);
-      }
-      (o.*e.buffer)[e.offset] = e4m3_codec(flushed(flushed(v) * flushed(e.scale)));
-      return;
-    }
-    if (e.rotated) {
-      const float b = e.partner * e.s;
-      v = bug == RopeElementBug::fma_x_cos ? std::fma(e.x, e.c, e.first ? -b : b) : (e.first ? e.x * e.c - b : e.x * e.c + b);
-    }
-    (o.*e.buffer)[e.offset] = e4m3_codec(v * e.scale);
+    (o.*e.buffer)[e.offset] = ports::rope_element_code(a, p.s.input, e.x, e.partner, e.c, e.s, e.first, e.rotated, e.scale);
   });
   return o;
 }
