@@ -39,21 +39,92 @@ std::string parse(const Args& args, bool takes_recipe, PortRequest* o) {
   return {};
 }
 
+// ---- the first differences as records (PortRequest::records) ----
+
+using Record = DifferenceRecord;
+std::int64_t i64(auto v) { return static_cast<std::int64_t>(v); }
+
+Record byte_record(const std::string& buffer, std::int64_t offset, std::uint32_t before, std::uint32_t expected,
+                   std::uint32_t actual) {
+  return {{"buffer", buffer}, {"offset", offset}, {"before", i64(before)}, {"expected", i64(expected)}, {"actual", i64(actual)}};
+}
+
+void add_records(const LoadedPort& port, const ports::PagedComparison& c, std::vector<Record>* out) {
+  for (const auto& d : c.first) {
+    Record r = byte_record(ports::paged_buffer_name(port.paged.shape.layout, d.buffer), d.offset, d.before, d.expected, d.actual);
+    r["side"] = std::string(d.side == kernels::KvSide::k ? "k" : "v");
+    r["scale"] = i64(d.scale);
+    r["page"] = d.page, r["position"] = d.position, r["slot"] = d.slot, r["head"] = d.head, r["index"] = d.index;
+    r["token"] = d.token;
+    out->push_back(std::move(r));
+  }
+}
+void add_records(const LoadedPort& port, const ports::RopeComparison& c, std::vector<Record>* out) {
+  for (const auto& d : c.first) {
+    Record r = byte_record(ports::rope_buffer_name(port.rope, d.buffer), d.offset, d.before, d.expected, d.actual);
+    r["addressed"] = i64(d.addressed);
+    r["token"] = d.token, r["head"] = d.head, r["dim"] = d.dim, r["page"] = d.page, r["entry"] = d.entry;
+    r["rotated"] = i64(d.rotated);
+    r["x"] = double{d.x}, r["partner"] = double{d.partner}, r["cos"] = double{d.c}, r["sin"] = double{d.s};
+    r["scale"] = double{d.scale};
+    r["within_bound"] = i64(d.within_bound);
+    out->push_back(std::move(r));
+  }
+}
+void add_records(const LoadedPort& port, const ports::MlaComparison& c, std::vector<Record>* out) {
+  // A dequantize's offset is the output value's index, its before/expected/actual the value's bits.
+  const char* buffer = port.mla.call == ports::MlaCall::dequantize   ? "output"
+                       : port.mla.call == ports::MlaCall::requantize ? "dst_cache"
+                                                                     : "k_cache";
+  for (const auto& d : c.first) {
+    Record r = byte_record(buffer, d.offset, d.before, d.expected, d.actual);
+    r["addressed"] = i64(d.addressed);
+    r["block"] = d.block, r["entry"] = d.entry, r["slot"] = d.slot, r["token"] = d.token;
+    r["part"] = std::string(kernels::name_of(d.part));
+    r["index"] = d.index;
+    out->push_back(std::move(r));
+  }
+}
+void add_records(const LoadedPort&, const ports::WorkspaceComparison& c, std::vector<Record>* out) {
+  for (const auto& d : c.first) {
+    Record r = byte_record(d.side == 0 ? "k_workspace" : "v_workspace", d.offset, d.before, d.expected, d.actual);
+    r["addressed"] = i64(d.addressed);
+    r["row"] = d.row, r["head"] = d.head, r["dim"] = d.dim, r["request"] = d.request, r["position"] = d.position;
+    r["page"] = d.page, r["entry"] = d.entry, r["code"] = i64(d.code), r["scale"] = i64(d.scale);
+    out->push_back(std::move(r));
+  }
+}
+void add_records(const LoadedPort&, const ports::Comparison& c, std::vector<Record>* out) {
+  for (const auto& d : c.first_codes)
+    out->push_back({{"buffer", std::string("codes")}, {"row", d.row}, {"col", d.col}, {"x_bits", i64(d.x_bits)},
+                    {"expected", i64(d.expected)}, {"actual", i64(d.actual)}, {"expected_scale", i64(d.expected_scale)},
+                    {"actual_scale", i64(d.actual_scale)}, {"expected_value", double{d.expected_value}},
+                    {"actual_value", double{d.actual_value}}});
+  for (const auto& d : c.first_scales)
+    out->push_back({{"buffer", std::string("block_scales")}, {"row", d.row}, {"block", d.block},
+                    {"block_max", double{d.block_max}}, {"expected", i64(d.expected)}, {"actual", i64(d.actual)}});
+  for (const auto& d : c.first_dequantized)
+    out->push_back({{"buffer", std::string("dequantized")}, {"row", d.row}, {"col", d.col}, {"code", i64(d.code)},
+                    {"scale", i64(d.scale)}, {"expected", double{d.expected}}, {"actual", double{d.actual}}});
+}
+
 // The verdict of a comparison made from a loaded port: its report and exit 0 (bit-exact) or 1, or
 // exit 2 where the model rejects the port's arguments.
 template <class Comparison, class Describe>
-int report(const LoadedPort& port, const Comparison& c, std::ostream& out, std::ostream& err, Describe describe) {
+int report(const PortRequest& o, const LoadedPort& port, const Comparison& c, std::ostream& out, std::ostream& err,
+           Describe describe) {
   if (!c.error.ok()) {
     err << "kvq verify: " << c.error << " (manifest " << port.manifest << ")\n";
     return 2;
   }
   out << describe();
+  if (o.records) add_records(port, c, o.records);
   return c.exact() ? 0 : 1;
 }
 
 int verify_mla(const PortRequest& o, const LoadedPort& port, std::ostream& out, std::ostream& err) {
   const ports::MlaComparison c = ports::compare_mla(port.mla, static_cast<std::size_t>(o.show));
-  return report(port, c, out, err, [&] { return ports::describe_mla(port.mla, c); });
+  return report(o, port, c, out, err, [&] { return ports::describe_mla(port.mla, c); });
 }
 
 // kvq identify's answer for a layout-aware kind (oracle/layout_identification.hpp): the counts,
@@ -105,7 +176,7 @@ int verify_port(const PortRequest& o, std::ostream& out, std::ostream& err) {
     }
     if (!workspace) return verify_mla(o, port, out, err);
     const ports::WorkspaceComparison c = ports::compare_workspace(port.workspace, static_cast<std::size_t>(o.show));
-    return report(port, c, out, err, [&] { return ports::describe_workspace(port.workspace, c); });
+    return report(o, port, c, out, err, [&] { return ports::describe_workspace(port.workspace, c); });
   }
   const bool rope_arg = o.recipe == "rope-quantize" || o.recipe == "rope-append" || o.recipe == "rope-fp8";
   const auto named = rope_arg ? std::nullopt : recipe_from_name(o.recipe);
@@ -141,7 +212,7 @@ int verify_port(const PortRequest& o, std::ostream& out, std::ostream& err) {
     a.style = port.rope.shape.style;
     a.cos_sin = port.rope.cos_sin;
     const ports::RopeComparison c = ports::compare_rope(port.rope, a, static_cast<std::size_t>(o.show));
-    return report(port, c, out, err, [&] { return ports::describe_rope(port.rope, a, c); });
+    return report(o, port, c, out, err, [&] { return ports::describe_rope(port.rope, a, c); });
   }
   if (!port.recipe.empty() && port.recipe != named->name)
     out << "note: the manifest says recipe '" << port.recipe << "'; checking against '" << named->name << "'\n";
@@ -152,6 +223,7 @@ int verify_port(const PortRequest& o, std::ostream& out, std::ostream& err) {
       return 2;
     }
     out << ports::describe_paged(port.paged, std::string(named->name), c);
+    if (o.records) add_records(port, c, o.records);
     return c.exact() ? 0 : 1;
   }
   ports::Interpretation how{named->recipe, port.data.nibbles, port.data.scale_layout};
@@ -162,6 +234,7 @@ int verify_port(const PortRequest& o, std::ostream& out, std::ostream& err) {
   }
   const ports::Comparison c = ports::compare(port.data, how, static_cast<std::size_t>(o.show), true);
   out << ports::describe(port.data, how, std::string(named->name), c);
+  if (o.records) add_records(port, c, o.records);
   return c.exact() ? 0 : 1;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <variant>
 
 #include "cli/npy.hpp"
 #include "oracle/verify.hpp"
@@ -45,11 +46,17 @@ struct LoadedPort {
 
 // What kvq verify / kvq identify check: RECIPE or kind (verify's argument), the tensors (files, or
 // memory: the Python package), how many differences to show, identify's most changes.
+// A difference of a verdict as named fields: integers, numbers and names (the Python package's
+// report records, docs/python.md).
+using RecordValue = std::variant<std::int64_t, double, std::string>;
+using DifferenceRecord = std::map<std::string, RecordValue>;
+
 struct PortRequest {
   std::string recipe;
   PortFiles files;
   int show = 8;
   int changes = 2;
+  std::vector<DifferenceRecord>* records = nullptr;  // verify_port: where the first differences go as records
 };
 // Their verdicts: the report on out, exit status 0 (bit-exact / a variant reproduces every output),
 // 1 (a mismatch / none does) or 2 (bad input: the message on err names the file or role).

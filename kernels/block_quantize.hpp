@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "formats/packed_quantize.hpp"
 #include "formats/recipes.hpp"
@@ -12,13 +13,41 @@
 
 namespace kvq::kernels {
 
+// Where the per-block code puts a block's codes and scale: a byte pointer (kvq's layout), or an
+// object that acts on what would be stored (the device comparator's CompareSink,
+// kernels/port_compare.hpp: offset by +, store_words / store_bytes / store_byte members).
+template <bool kStreamed = true, class Out>
+KVQ_HD inline void put_words(Out dst, const std::uint32_t* words, int count) {
+  if constexpr (std::is_pointer_v<Out>) {
+    io::store_words<kStreamed>(dst, words, count);
+  } else {
+    dst.store_words(words, count);
+  }
+}
+template <class Out>
+KVQ_HD inline void put_bytes(Out dst, const std::uint8_t* bytes, int count) {
+  if constexpr (std::is_pointer_v<Out>) {
+    io::store_bytes(dst, bytes, count);
+  } else {
+    dst.store_bytes(bytes, count);
+  }
+}
+template <class Out>
+KVQ_HD inline void put_byte(Out dst, std::int64_t index, std::uint8_t byte) {
+  if constexpr (std::is_pointer_v<Out>) {
+    dst[index] = byte;
+  } else {
+    dst.store_byte(index, byte);
+  }
+}
+
 // The packed block (row, b) of a 4-bit recipe with block kN from its 16-bit values' pair words
 // (as loaded: io::load_pair_words), input BF16 or FP16: quantize (quantize_block_packed's 16-bit
 // form: the block max and signs from the words), store its codes and scale. quantize_one_block's
 // 16-bit path; the kernels may load the words ahead (a pipelined loop).
-template <int kN>
+template <int kN, class Codes, class Scales>
 KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType input, const GlobalTerms& t,
-                                                   const std::uint32_t* pairs, std::uint8_t* codes, std::uint8_t* scales,
+                                                   const std::uint32_t* pairs, Codes codes, Scales scales,
                                                    std::int64_t row, std::int64_t b) {
   float values[kN];
   io::unpack_pair_words<kN>(input, pairs, values);
@@ -26,8 +55,8 @@ KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType 
   const std::uint8_t scale = input == DType::bf16
                                  ? quantize_block_packed<kN, PairWords::bf16>(s.recipe, t, values, words, pairs)
                                  : quantize_block_packed<kN, PairWords::fp16>(s.recipe, t, values, words, pairs);
-  io::store_words(codes + row * s.code_bytes_per_row() + b * (kN / 2), words, kN / 8);
-  if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
+  put_words(codes + row * s.code_bytes_per_row() + b * (kN / 2), words, kN / 8);
+  if (s.scales_per_row()) put_byte(scales, row * s.scales_per_row() + b, scale);
 }
 
 // kN scaled values q of an 8-bit recipe to their codes, four a little-endian word: E4M3 half to
@@ -58,9 +87,9 @@ KVQ_HD inline void encode_byte_words(const Recipe& r, const float* q, std::uint3
 // kStreamed: the memory access policy (io::load_values); the kernel streams dividing spans only:
 // each policy is the faster for its op (docs/performance.md).
 KVQ_HD constexpr int kTensorSpanOf(DType input) { return input == DType::fp32 ? 4 : 8; }
-template <int kSpan, bool kStreamed = true>
+template <int kSpan, bool kStreamed = true, class Codes = std::uint8_t*>
 KVQ_HD inline void quantize_tensor_span(const Recipe& r, const BlockPlan& p, DType input, const void* x,
-                                        std::int64_t first, std::uint8_t* codes) {
+                                        std::int64_t first, Codes codes) {
   static_assert(kSpan % 4 == 0);
   float q[kSpan];
   io::load_values<kStreamed>(input, x, first, kSpan, q);
@@ -68,7 +97,7 @@ KVQ_HD inline void quantize_tensor_span(const Recipe& r, const BlockPlan& p, DTy
   for (int i = 0; i < kSpan; ++i) q[i] = p.op == ElementOp::divide ? q[i] / p.by : q[i] * p.by;
   std::uint32_t words[kSpan / 4];
   encode_byte_words<kSpan>(r, q, words);
-  io::store_words<kStreamed>(codes + first, words, kSpan / 4);
+  put_words<kStreamed>(codes + first, words, kSpan / 4);
 }
 
 // One block (row, b) of the tensor: load, quantize, store its scale, pack its codes. The whole
@@ -76,15 +105,15 @@ KVQ_HD inline void quantize_tensor_span(const Recipe& r, const BlockPlan& p, DTy
 // and then 4-bit blocks run quantize_block_packed (formats/packed_quantize.hpp: the same codes).
 // kMayPack = false: the caller knows the elements are 8-bit (keeps the packed path out of the code).
 // t: global_terms(g, table), computed once for all blocks (the kernels: the table in shared memory).
-template <int kN = 0, bool kMayPack = true>
+template <int kN = 0, bool kMayPack = true, class Codes = std::uint8_t*, class Scales = std::uint8_t*>
 KVQ_HD KVQ_KERNEL_INLINE void quantize_one_block(const QuantizeShape& s, DType input, const void* x, const GlobalTerms& t,
-                                      std::uint8_t* codes, std::uint8_t* scales, std::int64_t row, std::int64_t b) {
+                                                  Codes codes, Scales scales, std::int64_t row, std::int64_t b) {
   const float g = t.g;
   constexpr int kCap = kN > 0 ? kN : kMaxBlock;
   const int n = kN > 0 ? kN : s.block();
   float values[kCap];
   const bool packed = s.packed();
-  std::uint8_t* code_dst = codes + row * s.code_bytes_per_row() + b * (packed ? n / 2 : n);
+  const Codes code_dst = codes + row * s.code_bytes_per_row() + b * (packed ? n / 2 : n);
   std::uint8_t scale = 0;
   if constexpr (kMayPack && kN > 0 && kN % 8 == 0) {
     if (packed) {
@@ -97,19 +126,19 @@ KVQ_HD KVQ_KERNEL_INLINE void quantize_one_block(const QuantizeShape& s, DType i
       std::uint32_t words[kN / 8];
       io::load_values(input, x, row * s.cols + b * n, n, values);
       scale = quantize_block_packed<kN>(s.recipe, t, values, words);
-      io::store_words(code_dst, words, kN / 8);
-      if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
+      put_words(code_dst, words, kN / 8);
+      if (s.scales_per_row()) put_byte(scales, row * s.scales_per_row() + b, scale);
       return;
     }
   }
   io::load_values(input, x, row * s.cols + b * n, n, values);
   std::uint8_t block_codes[kCap];
   scale = quantize_block(s.recipe, g, values, n, block_codes);
-  if (s.scales_per_row()) scales[row * s.scales_per_row() + b] = scale;
+  if (s.scales_per_row()) put_byte(scales, row * s.scales_per_row() + b, scale);
   if (packed)
     KVQ_UNROLL
     for (int i = 0; i < n / 2; ++i) block_codes[i] = pack_e2m1_pair(block_codes[2 * i], block_codes[2 * i + 1]);
-  io::store_bytes(code_dst, block_codes, packed ? n / 2 : n);
+  put_bytes(code_dst, block_codes, packed ? n / 2 : n);
 }
 
 }  // namespace kvq::kernels

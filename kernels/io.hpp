@@ -10,6 +10,7 @@
 #include <cuda_fp16.h>
 #endif
 
+#include "formats/fast_decode.hpp"  // bf16x2_rne_finite, fp16x2_rne_finite
 #include "formats/fast_paths.hpp"
 
 namespace kvq::kernels {

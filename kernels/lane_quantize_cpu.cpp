@@ -1,5 +1,6 @@
 // The CPU twin of the lane-split quantize kernel (kernels/lane_quantize.hpp): the lanes of a block
 // in a loop, then the same plan and span encoding.
+#include "kernels/cpu_rows.hpp"
 #include "kernels/lane_quantize.hpp"
 
 namespace kvq::kernels {
@@ -11,21 +12,23 @@ Status quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* x, fl
     return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, or of 32 from FP32 input";
   const int lanes = lanes_of(s), words = span_words(s);
   constexpr int kMaxLanes = 128 / kLaneSpan;
-  for (std::int64_t b = 0; b < s.rows * (s.cols / s.block()); ++b) {  // dense rows: block b of row 0
-    float v[kMaxLanes][kLaneSpan];
-    SpanMax m;
-    for (int lane = 0; lane < lanes; ++lane) {
-      io::load_values(input, x, s.block() * b + kLaneSpan * lane, kLaneSpan, v[lane]);
-      m = combine(m, span_max(v[lane]));
+  for_ranges(s.rows * (s.cols / s.block()), s.rows * s.cols, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t b = first; b < last; ++b) {  // dense rows: block b of row 0
+      float v[kMaxLanes][kLaneSpan];
+      SpanMax m;
+      for (int lane = 0; lane < lanes; ++lane) {
+        io::load_values(input, x, s.block() * b + kLaneSpan * lane, kLaneSpan, v[lane]);
+        m = combine(m, span_max(v[lane]));
+      }
+      const BlockPlan p = plan_block(s.recipe, g, m.max, m.nan);
+      scales[b] = p.scale_code;
+      for (int lane = 0; lane < lanes; ++lane) {
+        std::uint32_t span[kLaneSpan / 4];
+        encode_span(s, p, m, v[lane], span);
+        io::store_words(codes + 4 * words * (lanes * b + lane), span, words);
+      }
     }
-    const BlockPlan p = plan_block(s.recipe, g, m.max, m.nan);
-    scales[b] = p.scale_code;
-    for (int lane = 0; lane < lanes; ++lane) {
-      std::uint32_t span[kLaneSpan / 4];
-      encode_span(s, p, m, v[lane], span);
-      io::store_words(codes + 4 * words * (lanes * b + lane), span, words);
-    }
-  }
+  });
   return {};
 }
 

@@ -44,6 +44,14 @@ Status upload(void* device_dst, const void* host_src, std::size_t bytes);
 Status download(void* host_dst, const void* device_src, std::size_t bytes);
 Status fill(void* device_dst, std::uint8_t byte, std::size_t bytes);
 Status synchronize();
+// The same, for a caller's stream (the Python package's CUDA tensors, docs/python.md): select the
+// device of its tensors; stream-ordered allocation from a pool of kvq's own per device, which
+// keeps its memory for the next call, and release; a copy to the host that returns when the stream
+// has reached it.
+Status select(int ordinal);
+Status allocate_on(void** p, std::size_t bytes, void* stream);
+void release_on(void* p, void* stream);
+Status download_on(void* host_dst, const void* device_src, std::size_t bytes, void* stream);
 }  // namespace device
 
 }  // namespace kvq::kernels

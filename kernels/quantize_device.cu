@@ -4,177 +4,24 @@
 // type as constants; anything else runs the generic instantiation (same code, runtime shape).
 #include <cuda_runtime.h>
 
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <string_view>
 #include <utility>
 
 #include "formats/recipe_names.hpp"
 #include "kernels/device_launch.cuh"
 #include "kernels/code_table.cuh"
+#include "kernels/quantize_kernel.cuh"
 #include "kernels/lane_quantize.hpp"
 #include "kernels/quantize.hpp"
 
 namespace kvq::kernels {
 namespace {
 
-struct Config {
-  FormatId element;
-  BlockScale scale;
-  int block;
-  TwoLevel two_level = TwoLevel::reference;  // E4M3 two-level scales: one instantiation per style,
-                                             // so no kernel carries the registers of another style
-  Rounding rounding = Rounding::nearest_even;  // the elements' rounding, a constant in the kernel
-  // E4M3 two-level configurations may also fix how the elements are scaled, the zero guard and
-  // the block-scale clamp (else runtime fields), so the kernel carries one rule's code only.
-  bool pinned = false;
-  Apply apply = Apply::divide;
-  ZeroGuard guard = ZeroGuard::block_and_scale;
-  bool clamp = false;
-};
-// The fixed configurations, one list: a named recipe (formats/recipe_names.hpp), its block where
-// the kernel's differs, and whether the kernel pins the recipe's apply, zero guard and clamp.
-// A configuration runs every recipe of its element, scale kind, block, element rounding and
-// two-level style (pinned: and those three fields) that is not an engine variant, with the
-// reference arithmetic. Kernels take an index into kFixed (nvcc's launch stubs need integral
-// template arguments), kGeneric for the runtime-shaped instantiation.
-struct FixedKernel {
-  std::string_view recipe;
-  int block = 0;  // 0: the recipe's
-  bool pinned = false;
-};
-constexpr FixedKernel kFixedKernels[] = {
-    {"nvfp4"},           {"nvfp4", 32},      {"mxfp4-floor", 16},     {"mxfp4-floor"},
-    {"mxfp8-e4m3-floor"}, {"mla-fp8-tile128"}, {"fp8-e4m3-tensor", kTensorChunk},
-    {"mxint8"},          {"mxint4"},         {"nvint4"},              {"nvfp4-flashinfer-kv"},
-    {"nvfp4-vllm"},      {"nvfp4-4over6-paper", 0, true},
-    {"blockfp4-e8m0-ceil"},  // its shape: block-FP4 with bit exponents and ties away
-};
-constexpr int kFixedCount = sizeof(kFixedKernels) / sizeof(kFixedKernels[0]);
-constexpr Config config_of(const FixedKernel& k) {
-  const Recipe r = recipe_from_name(k.recipe).value().recipe;  // a name kRecipes lacks does not compile
-  return {r.element,         r.scale,  k.block != 0 ? k.block : r.block, r.two_level, r.element_rounding,
-          k.pinned,          r.apply,  r.zero_guard,                     r.clamp_block_scale};
-}
-// Indexed by int: the kernels' C is kGeneric (-1) in expressions that `C != kGeneric &&` skips.
-struct FixedConfigs {
-  Config configs[kFixedCount];
-  constexpr const Config& operator[](int c) const { return configs[c]; }
-  constexpr const Config* begin() const { return configs; }
-  constexpr const Config* end() const { return configs + kFixedCount; }
-};
-constexpr FixedConfigs kFixed = []<std::size_t... I>(std::index_sequence<I...>) {
-  return FixedConfigs{{config_of(kFixedKernels[I])...}};
-}(std::make_index_sequence<kFixedCount>{});
-constexpr int kGeneric = -1;
-template <int C>
-constexpr int kBlockOf = C == kGeneric ? 0 : kFixed[C].block;
+using namespace quantize_shared;
 
-template <int C>
-constexpr bool kMayPackOf = C == kGeneric || format_of(kFixed[C].element).bits() == 4;
-
-template <int C>
-__device__ inline QuantizeShape specialise(QuantizeShape s) {
-  if constexpr (C != kGeneric) {
-    s.recipe.element = kFixed[C].element;
-    s.recipe.scale = kFixed[C].scale;
-    if (kFixed[C].scale == BlockScale::e4m3_two_level) s.recipe.two_level = kFixed[C].two_level;
-    s.recipe.element_rounding = kFixed[C].rounding;
-    s.recipe = with_reference_arithmetic(s.recipe);  // the variant fields as constants
-    if (kFixed[C].scale != BlockScale::tensor_only) s.recipe.block = kFixed[C].block;
-    if (kFixed[C].pinned) {
-      s.recipe.apply = kFixed[C].apply;
-      s.recipe.zero_guard = kFixed[C].guard;
-      s.recipe.clamp_block_scale = kFixed[C].clamp;
-    }
-  }
-  return s;
-}
-
-// Whether configuration C may run the reference two-level rule (or four_over_six), whose lean plans
-// read the table of g's code terms (formats/packed_quantize.hpp: CodeTerms).
-template <int C>
-constexpr bool kTableOf = C == kGeneric || (kFixed[C].scale == BlockScale::e4m3_two_level &&
-                                            (kFixed[C].two_level == TwoLevel::reference ||
-                                             kFixed[C].two_level == TwoLevel::four_over_six));
-
-template <int C>
-constexpr bool kOccupiedOf = C != kGeneric && kFixed[C].scale == BlockScale::e4m3_two_level &&
-                             kFixed[C].two_level == TwoLevel::four_over_six;
-
-// Fixed configurations that lane_split sends to kernels/lane_quantize_device.cu for input T.
-template <int C, DType T>
-constexpr bool kLaneSplitOf = C != kGeneric && kFixed[C].scale == BlockScale::e8m0_pow2 &&
-                              ((kFixed[C].element == FormatId::e4m3fn && kFixed[C].block == 128) ||
-                               (kFixed[C].block == 32 && T == DType::fp32 && kFixed[C].rounding == Rounding::nearest_even));
-
-// Whether configuration C with input T runs the pipelined loop (where x is 16-byte aligned): a
-// packed block of BF16 or FP16 pair words, the next block's words loaded while this one is
-// quantized (4over6, whose per-block work hides the load; docs/performance.md).
-template <int C, DType T>
-constexpr bool kPipelinedOf = kOccupiedOf<C> && T != DType::fp32 && kBlockOf<C> % 8 == 0;
-
-template <int C, DType T>
-__device__ __forceinline__ void quantize_blocks(const QuantizeShape& s, const void* x, const GlobalTerms& t,
-                                                std::uint8_t* codes, std::uint8_t* scales) {
-  const std::int64_t blocks_per_row = s.cols / s.block();
-  const std::int64_t total = s.rows * blocks_per_row;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-  if constexpr (kPipelinedOf<C, T>) {
-    if ((reinterpret_cast<std::uintptr_t>(x) & 15) == 0) {  // so is every block (whole 16-byte vectors)
-      constexpr int kN = kBlockOf<C>;
-      std::uint32_t next[kN / 2];
-      if (k < total) io::load_pair_words<kN, true>(x, k * kN, next);
-      for (; k < total; k += stride) {
-        std::uint32_t pairs[kN / 2];
-        KVQ_UNROLL
-        for (int i = 0; i < kN / 2; ++i) pairs[i] = next[i];
-        if (k + stride < total) io::load_pair_words<kN, true>(x, (k + stride) * kN, next);
-        quantize_pair_words<kN>(s, T, t, pairs, codes, scales, 0, k);  // dense rows: block k of row 0
-      }
-      return;
-    }
-  }
-  for (; k < total; k += stride)
-    quantize_one_block<kBlockOf<C>, kMayPackOf<C>>(s, T, x, t, codes, scales, 0, k);  // dense rows: block k of row 0
-}
-
-// Fixed per-tensor configurations run quantize_tensor_span, a thread per 16 bytes of input.
-template <int C>
-constexpr bool kTensorSpansOf = C != kGeneric && kFixed[C].scale == BlockScale::tensor_only;
-
-template <int C, DType T>
-__device__ __forceinline__ void quantize_body(QuantizeShape shape, const void* x, float g, std::uint8_t* codes,
-                                              std::uint8_t* scales) {
-  const QuantizeShape s = specialise<C>(shape);
-  if constexpr (kTensorSpansOf<C>) {
-    constexpr int kSpan = kTensorSpanOf(T);
-    const BlockPlan p = plan_block(s.recipe, g, 0.0f, false);  // per tensor: g's rule alone
-    const std::int64_t total = s.rows * s.cols / kSpan;
-    const auto spans = [&]<bool kStreamed>() {
-      for (std::int64_t k = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; k < total;
-           k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-        quantize_tensor_span<kSpan, kStreamed>(s.recipe, p, T, x, kSpan * k, codes);
-    };
-    if (p.op == ElementOp::divide) {
-      spans.template operator()<true>();
-    } else {
-      spans.template operator()<false>();
-    }
-    return;
-  }
-  if constexpr (kTableOf<C>) {  // g's code table once a thread block
-    __shared__ CodeTerms shared_codes[kE4m3Codes];
-    const float rg = 1.0f / g;
-    fill_code_table(g, rg, shared_codes);
-    __syncthreads();
-    const GlobalTerms t = global_terms(g, rg, shared_codes);
-    if (t.lean) {  // the usual g: the loop sees lean and the table as constants (no per-block tests)
-      quantize_blocks<C, T>(s, x, GlobalTerms{g, rg, shared_codes, true}, codes, scales);
-      return;
-    }
-  }
-  quantize_blocks<C, T>(s, x, global_terms(g), codes, scales);  // no table: the plans divide (the same results)
-}
 template <int C, DType T>
 __global__ void quantize_kernel(QuantizeShape shape, const void* x, float g, std::uint8_t* codes, std::uint8_t* scales) {
   quantize_body<C, T>(shape, x, g, codes, scales);
@@ -186,6 +33,7 @@ __global__ void __launch_bounds__(128, 7)
     quantize_kernel_occupied(QuantizeShape shape, const void* x, float g, std::uint8_t* codes, std::uint8_t* scales) {
   quantize_body<C, T>(shape, x, g, codes, scales);
 }
+
 
 // Fixed shapes: a thread per span of kDequantizeSpan elements (every fixed block is a multiple),
 // kDequantizeSpanFp32 for FP32 output: 16 bytes of output a thread, so a warp reads and writes
@@ -322,44 +170,10 @@ __global__ void amax_kernel(const void* x, std::int64_t count, unsigned int* res
   if ((threadIdx.x & 31) == 0) atomicMax(result, __float_as_uint(m));
 }
 
-// with_type.template operator()<C>() for the first fixed configuration from C on that matches,
-// else for kGeneric.
-template <int C, typename Matches, typename WithType>
-cudaError_t first_fixed(const Matches& matches, WithType& with_type) {
-  if constexpr (C == kFixedCount) {
-    return with_type.template operator()<kGeneric>();
-  } else {
-    if (matches(kFixed[C])) return with_type.template operator()<C>();
-    return first_fixed<C + 1>(matches, with_type);
-  }
-}
-
-// Calls launch.template operator()<config, dtype>() for the shape's recipe and the data type.
-template <typename Launch>
-cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
-  auto with_type = [&]<int C>() {
-    switch (t) {
-      case DType::fp32: return launch.template operator()<C, DType::fp32>();
-      case DType::bf16: return launch.template operator()<C, DType::bf16>();
-      case DType::fp16: return launch.template operator()<C, DType::fp16>();
-    }
-    return cudaErrorInvalidValue;
-  };
-  const auto matches = [&](const Config& c) {
-    return c.element == s.recipe.element && c.scale == s.recipe.scale && c.block == s.block() &&
-           c.rounding == s.recipe.element_rounding && !is_engine_variant(s.recipe) &&
-           (c.scale != BlockScale::e4m3_two_level || c.two_level == s.recipe.two_level) &&
-           (!c.pinned || (c.apply == s.recipe.apply && c.guard == s.recipe.zero_guard && c.clamp == s.recipe.clamp_block_scale));
-  };
-  return first_fixed<0>(matches, with_type);
-}
-
 using launch::grid_for;
 using launch::status;
 
-constexpr int kThreads = 128;
 static_assert(kThreads == 128, "quantize_kernel_occupied's launch bounds assume 128 threads a block");
-static_assert(kThreads >= kE4m3Codes, "a thread a table entry (kernels/code_table.cuh)");
 
 }  // namespace
 
@@ -454,6 +268,55 @@ Status download(void* dst, const void* src, std::size_t bytes) {
 }
 Status fill(void* dst, std::uint8_t byte, std::size_t bytes) { return status(cudaMemset(dst, byte, bytes)); }
 Status synchronize() { return status(cudaDeviceSynchronize()); }
+Status select(int ordinal) { return status(cudaSetDevice(ordinal)); }
+namespace {
+// A stream-ordered pool per device that keeps its memory between calls: the default pool returns
+// memory at every synchronisation, so scratch of tens of MiB would be mapped again at every call.
+cudaError_t scratch_pool(cudaMemPool_t* pool) {
+  static std::mutex lock;
+  static std::map<int, cudaMemPool_t> pools;
+  int device = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e != cudaSuccess) return e;
+  const std::lock_guard<std::mutex> hold(lock);
+  if (const auto found = pools.find(device); found != pools.end()) {
+    *pool = found->second;
+    return cudaSuccess;
+  }
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = device;
+  e = cudaMemPoolCreate(pool, &props);
+  std::uint64_t keep = ~std::uint64_t{0};
+  if (e == cudaSuccess) e = cudaMemPoolSetAttribute(*pool, cudaMemPoolAttrReleaseThreshold, &keep);
+  if (e == cudaSuccess) pools[device] = *pool;
+  return e;
+}
+}  // namespace
+
+Status allocate_on(void** p, std::size_t bytes, void* stream) {
+  cudaMemPool_t pool;
+  cudaError_t e = scratch_pool(&pool);
+  if (e == cudaSuccess) e = cudaMallocFromPoolAsync(p, bytes ? bytes : 1, pool, static_cast<cudaStream_t>(stream));
+  return status(e);
+}
+void release_on(void* p, void* stream) { cudaFreeAsync(p, static_cast<cudaStream_t>(stream)); }
+Status download_on(void* dst, const void* src, std::size_t bytes, void* stream) {
+  const auto st = static_cast<cudaStream_t>(stream);
+  // A few bytes (counters, amax) through a pinned buffer of the thread's: a copy to pageable memory
+  // is staged by the driver, slower for a latency-bound call.
+  constexpr std::size_t kPinned = 4096;
+  thread_local void* pinned = nullptr;
+  if (bytes <= kPinned && (pinned || cudaMallocHost(&pinned, kPinned) == cudaSuccess)) {
+    cudaError_t e = cudaMemcpyAsync(pinned, src, bytes, cudaMemcpyDeviceToHost, st);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e == cudaSuccess) std::memcpy(dst, pinned, bytes);
+    return status(e);
+  }
+  const cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, st);
+  return status(e == cudaSuccess ? cudaStreamSynchronize(st) : e);
+}
 
 }  // namespace device
 }  // namespace kvq::kernels

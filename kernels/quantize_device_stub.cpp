@@ -1,5 +1,6 @@
 // Built without CUDA: the GPU entry points say so, and GPU properties count a skip.
 #include "kernels/lane_quantize.hpp"
+#include "kernels/port_compare.hpp"
 #include "kernels/quantize.hpp"
 
 namespace kvq::kernels::device {
@@ -31,5 +32,18 @@ Status upload(void*, const void*, std::size_t) { return kNoCuda; }
 Status download(void*, const void*, std::size_t) { return kNoCuda; }
 Status fill(void*, std::uint8_t, std::size_t) { return kNoCuda; }
 Status synchronize() { return kNoCuda; }
+Status select(int) { return kNoCuda; }
+Status allocate_on(void**, std::size_t, void*) { return kNoCuda; }
+void release_on(void*, void*) {}
+Status download_on(void*, const void*, std::size_t, void*) { return kNoCuda; }
+Status quantize_compare(const QuantizeShape&, DType, const void*, float, const std::uint8_t*, const std::uint8_t*,
+                        unsigned long long*, bool* fused, void*) {
+  *fused = false;
+  return kNoCuda;
+}
+Status compare_port(const QuantizeShape&, float, const std::uint8_t*, const std::uint8_t*, const DevicePort&,
+                    unsigned long long*, void*) {
+  return kNoCuda;
+}
 
 }  // namespace kvq::kernels::device

@@ -1,5 +1,6 @@
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <sstream>
 
 #include "formats/names.hpp"
@@ -92,27 +93,6 @@ std::vector<double> element_grid(const Recipe& r) {
   return grid;
 }
 
-std::int64_t scale_layout_bytes(ScaleLayout l, std::int64_t rows, std::int64_t per_row) {
-  switch (l) {
-    case ScaleLayout::row_major: return rows * per_row;
-    case ScaleLayout::token_group4: return rows % 4 == 0 ? rows * per_row : 0;
-    case ScaleLayout::swizzle_128x4: return (rows + 127) / 128 * 128 * ((per_row + 3) / 4 * 4);
-  }
-  return 0;
-}
-
-std::int64_t scale_index(ScaleLayout l, std::int64_t, std::int64_t per_row, std::int64_t row, std::int64_t block) {
-  switch (l) {
-    case ScaleLayout::row_major: return row * per_row + block;
-    case ScaleLayout::token_group4: return (row / 4) * 4 * per_row + 4 * block + row % 4;
-    case ScaleLayout::swizzle_128x4: {
-      const std::int64_t k_tiles = (per_row + 3) / 4;
-      return (row / 128) * (k_tiles * 512) + (block / 4) * 512 + (row % 32) * 16 + ((row % 128) / 32) * 4 + block % 4;
-    }
-  }
-  return 0;
-}
-
 const char* name_of(ScaleLayout l) {
   switch (l) {
     case ScaleLayout::row_major: return "row_major";
@@ -122,7 +102,14 @@ const char* name_of(ScaleLayout l) {
   return "";
 }
 
-Status check_layout(const PortData& d, const Interpretation& how) {
+PortSummary summary_of(const PortData& d) {
+  PortSummary s{d.rows, d.cols, d.input, static_cast<std::int64_t>(d.codes.size()),
+                static_cast<std::int64_t>(d.scales.size()), d.has_scales, std::nullopt, d.global_scale};
+  if (d.dequantized) s.dequantized = static_cast<std::int64_t>(d.dequantized->size());
+  return s;
+}
+
+Status check_layout(const PortSummary& d, const Interpretation& how) {
   const Recipe& r = how.recipe;
   std::ostringstream os;
   const std::int64_t n = d.rows * d.cols;
@@ -133,28 +120,26 @@ Status check_layout(const PortData& d, const Interpretation& how) {
     os << "x: head_dim " << d.cols << " is not a multiple of the block size " << block;
   } else if (block > kMaxRecipeBlock) {
     os << "block " << block << " is larger than " << kMaxRecipeBlock;
-  } else if (!(static_cast<std::int64_t>(d.codes.size()) == n ||
-               (packed_element(r) && d.cols % 2 == 0 && static_cast<std::int64_t>(d.codes.size()) * 2 == n))) {
-    os << "codes: " << d.codes.size() << " bytes, expected " << (packed_element(r) ? std::to_string(n / 2) + " (packed "
+  } else if (!(d.code_bytes == n ||
+               (packed_element(r) && d.cols % 2 == 0 && d.code_bytes * 2 == n))) {
+    os << "codes: " << d.code_bytes << " bytes, expected " << (packed_element(r) ? std::to_string(n / 2) + " (packed "
        + std::string(name_of(r.element)) + ", two a byte) or " : std::string()) << n << " (one code a byte) for x of "
        << d.rows << "x" << d.cols;
   } else if (r.scale != BlockScale::tensor_only && !d.has_scales) {
     os << "block_scales: the recipe has a scale per " << block << " elements; the manifest names no block_scales";
   } else if (r.scale != BlockScale::tensor_only &&
-             static_cast<std::int64_t>(d.scales.size()) != scale_layout_bytes(how.scale_layout, d.rows, d.cols / block)) {
-    os << "block_scales: " << d.scales.size() << " bytes, expected " << scale_layout_bytes(how.scale_layout, d.rows, d.cols / block)
+             d.scale_bytes != scale_layout_bytes(how.scale_layout, d.rows, d.cols / block)) {
+    os << "block_scales: " << d.scale_bytes << " bytes, expected " << scale_layout_bytes(how.scale_layout, d.rows, d.cols / block)
        << " (one per " << block << " elements of " << d.rows << "x" << d.cols << ", " << name_of(how.scale_layout) << ")";
-  } else if (d.dequantized && static_cast<std::int64_t>(d.dequantized->size()) != n) {
-    os << "dequantized: " << d.dequantized->size() << " values, expected " << n;
+  } else if (d.dequantized && *d.dequantized != n) {
+    os << "dequantized: " << *d.dequantized << " values, expected " << n;
   }
   return os.str();
 }
 
 std::uint8_t port_code(const PortData& d, const Recipe& r, NibbleOrder order, std::int64_t i) {
-  if (!packed_element(r) || static_cast<std::int64_t>(d.codes.size()) == d.rows * d.cols) return d.codes[i] & (packed_element(r) ? 0x0F : 0xFF);
-  const std::uint8_t byte = d.codes[i / 2];
-  const bool high = (i & 1) != (order == NibbleOrder::high_first);
-  return high ? byte >> 4 : byte & 0x0F;
+  return kernels::port_element_code(d.codes.data(), packed_element(r),
+                                    packed_element(r) && static_cast<std::int64_t>(d.codes.size()) != d.rows * d.cols, order, i);
 }
 
 namespace {
@@ -192,19 +177,31 @@ float model_tensor_scale(const PortData& d, const Interpretation& how) {
   return tensor_scale(how.recipe, d.amax());
 }
 
+void compare_global_scale(const std::optional<GlobalScale>& gs, const Interpretation& how,
+                          const std::function<float()>& amax, Comparison* c) {
+  const Recipe& r = how.recipe;
+  if (gs && !gs->is_output) {
+    c->g = param_from(r, read_convention(*gs, how), gs->value);
+    return;
+  }
+  const float tensor_amax = amax();
+  c->g = tensor_scale(r, tensor_amax);
+  if (gs && gs->is_output && r.scale != BlockScale::e8m0_pow2) {
+    const float port = gs->value;
+    c->global_scale_checked = true;
+    const ScaleConvention conv = read_convention(*gs, how);
+    const StoredScale expected = stored_scale(r, conv, tensor_amax);
+    c->expected_global_scale = expected.value;
+    c->global_scale_matches = bits_of(port) == bits_of(expected.value) || bits_of(port) == bits_of(expected.alternative);
+    c->g = param_from(r, conv, port);  // the codes are compared under the port's own scale
+  }
+}
+
 Comparison compare(const PortData& d, const Interpretation& how, std::size_t keep, bool errors, const CompareScope& scope) {
   const Recipe& r = how.recipe;
   Comparison c;
-  c.g = model_tensor_scale(d, how);
-  if (d.global_scale && d.global_scale->is_output && r.scale != BlockScale::e8m0_pow2) {
-    const float port = d.global_scale->value;
-    c.global_scale_checked = true;
-    const ScaleConvention conv = read_convention(*d.global_scale, how);
-    const StoredScale expected = stored_scale(r, conv, d.amax());
-    c.expected_global_scale = expected.value;
-    c.global_scale_matches = bits_of(port) == bits_of(expected.value) || bits_of(port) == bits_of(expected.alternative);
-    c.g = param_from(r, conv, port);  // the codes are compared under the port's own scale
-  }
+  c.errors_computed = errors;
+  compare_global_scale(d.global_scale, how, [&] { return d.amax(); }, &c);
   const int n = block_of(r);
   const bool blocked = r.scale != BlockScale::tensor_only;
   const std::vector<double> grid = errors ? element_grid(r) : std::vector<double>{};
@@ -234,11 +231,7 @@ Comparison compare(const PortData& d, const Interpretation& how, std::size_t kee
         const std::uint8_t got = port_code(d, r, how.nibbles, k);
         ++c.codes;
         const float got_value = dequantize_element(r, c.g, got_scale, got);
-        // A BF16/FP16 dequantize is compared with the model's FP32 value rounded once (RNE) to that
-        // dtype, as kvq's own dequantize kernels write it (docs/ports.md).
-        std::uint32_t rounded = 0;
-        kernels::store_value(d.dequantized_type, &rounded, 0, got_value);
-        const float got_in_port_dtype = kernels::load_value(d.dequantized_type, &rounded, 0);
+        const float got_in_port_dtype = kernels::in_port_dtype(d.dequantized_type, got_value);
         if (got != expected[i]) {
           ++c.code_mismatches;
           if (c.first_codes.size() < keep)
@@ -248,7 +241,7 @@ Comparison compare(const PortData& d, const Interpretation& how, std::size_t kee
         if (d.dequantized) {
           ++c.dequantized_checked;
           const float port = (*d.dequantized)[k];
-          if (bits_of(port) != bits_of(got_in_port_dtype) && !(std::isnan(port) && std::isnan(got_in_port_dtype))) {
+          if (!kernels::dequantized_matches(port, got_in_port_dtype)) {
             ++c.dequantized_mismatches;
             if (c.first_dequantized.size() < keep)
               c.first_dequantized.push_back({row, b * n + i, got, got_scale, got_in_port_dtype, port});
@@ -265,13 +258,14 @@ Comparison compare(const PortData& d, const Interpretation& how, std::size_t kee
   return c;
 }
 
-std::string describe(const PortData& d, const Interpretation& how, const std::string& recipe_name, const Comparison& c) {
+
+std::string describe(const PortSummary& d, const Interpretation& how, const std::string& recipe_name, const Comparison& c) {
   const Recipe& r = how.recipe;
   const Format scale_format = r.scale == BlockScale::e4m3_two_level ? kE4M3FN : kE8M0FNU;
   std::ostringstream os;
   os << "kvq verify " << recipe_name << ": " << (c.exact() ? "BIT-EXACT" : "MISMATCH") << "\n";
   os << "  x: " << d.rows << "x" << d.cols << " " << kernels::name_of(d.input) << "; codes "
-     << (packed_element(r) && static_cast<std::int64_t>(d.codes.size()) * 2 == d.rows * d.cols
+     << (packed_element(r) && d.code_bytes * 2 == d.rows * d.cols
              ? std::string("packed, element 2i in the ") + (how.nibbles == NibbleOrder::low_first ? "low" : "high") + " nibble"
              : std::string("one a byte"))
      << "; block " << (r.scale == BlockScale::tensor_only ? std::string("(per tensor)") : std::to_string(r.block) + ", scales " + name_of(how.scale_layout))
@@ -316,9 +310,11 @@ std::string describe(const PortData& d, const Interpretation& how, const std::st
     os << "    " << who << ": " << s.over_bound << " of " << s.covered << " covered elements over the bound; max |x - dq| "
        << number(s.max_error) << ", max |x - dq| / bound " << number(s.max_ratio) << "\n";
   };
-  os << "  error |x - dq| against the recipe's bound (docs/recipes.md \"Error bounds\"; bound from kvq's scale):\n";
-  error_line("port", c.port_error);
-  error_line("kvq ", c.model_error);
+  if (c.errors_computed) {
+    os << "  error |x - dq| against the recipe's bound (docs/recipes.md \"Error bounds\"; bound from kvq's scale):\n";
+    error_line("port", c.port_error);
+    error_line("kvq ", c.model_error);
+  }
   return os.str();
 }
 

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kernels/port_layout.hpp"
 #include "kernels/quantize.hpp"
 #include "kernels/status.hpp"
 
@@ -14,16 +16,12 @@ namespace kvq::ports {
 
 using kernels::DType;
 
-enum class NibbleOrder : std::uint8_t { low_first, high_first };  // element 2i in the low (kvq) or high nibble
+using kernels::NibbleOrder;  // kernels/port_layout.hpp: one source for the host and device comparisons
+using kernels::ScaleLayout;
+using kernels::scale_layout_bytes;
 // The stored global scale is g, 1/g, or amax itself (the four-over-six package stores amax and
 // derives its scales from it: formats/recipes.hpp tensor_param_is_amax).
 enum class ScaleConvention : std::uint8_t { decode, encode, amax };
-// Where the scale of (row, block) sits in block_scales (docs/ports.md).
-enum class ScaleLayout : std::uint8_t {
-  row_major,      // row * S + block (S = scales per row)
-  token_group4,   // vLLM NVFP4 cache: (row/4)*4*S + 4*block + row%4 (rows a multiple of 4)
-  swizzle_128x4,  // FlashInfer / cuBLAS GEMM-ready: rows padded to 128, scale columns to 4
-};
 
 struct GlobalScale {
   float value = 0;
@@ -57,18 +55,32 @@ struct Interpretation {
   bool scale_convention_flipped = false;  // read the port's global scale in the other convention
 };
 
-// The bytes a scale layout occupies for rows x S scales, and the index of (row, block); 0 bytes
-// when the layout does not apply to that shape.
-std::int64_t scale_layout_bytes(ScaleLayout l, std::int64_t rows, std::int64_t per_row);
-std::int64_t scale_index(ScaleLayout l, std::int64_t rows, std::int64_t per_row, std::int64_t row, std::int64_t block);
+// The index of the scale of (row, block) among rows x per_row scales (kernels/port_layout.hpp).
+inline std::int64_t scale_index(ScaleLayout l, std::int64_t /*rows*/, std::int64_t per_row, std::int64_t row,
+                                std::int64_t block) {
+  return kernels::scale_index(l, per_row, row, block);
+}
 const char* name_of(ScaleLayout l);
 
 // The non-negative finite element values of a recipe, ascending.
 std::vector<double> element_grid(const Recipe& r);
 
+// The port's tensors by their sizes: what the layout check and the report need (the device
+// comparison has the tensors on the GPU, not in a PortData).
+struct PortSummary {
+  std::int64_t rows = 0, cols = 0;
+  DType input = DType::fp32;
+  std::int64_t code_bytes = 0, scale_bytes = 0;
+  bool has_scales = false;
+  std::optional<std::int64_t> dequantized;  // how many values the port's dequantize wrote
+  std::optional<GlobalScale> global_scale;
+};
+PortSummary summary_of(const PortData& d);
+
 // Success when the port's tensors fit the recipe's layout (sizes of codes and scales); else the
 // role and what is wrong.
-Status check_layout(const PortData& d, const Interpretation& how);
+Status check_layout(const PortSummary& d, const Interpretation& how);
+inline Status check_layout(const PortData& d, const Interpretation& how) { return check_layout(summary_of(d), how); }
 // The element code of element i (row-major), from packed or one-a-byte codes.
 std::uint8_t port_code(const PortData& d, const Recipe& r, NibbleOrder order, std::int64_t i);
 // The tensor decode scale the model uses: the port's global scale read in its convention, else
@@ -110,6 +122,7 @@ struct Comparison {
   std::vector<ScaleDifference> first_scales;
   std::vector<ValueDifference> first_dequantized;
   ErrorSummary port_error, model_error;
+  bool errors_computed = false;  // the error summaries (compare's `errors`)
   bool exact() const {
     return code_mismatches == 0 && scale_mismatches == 0 && global_scale_matches && dequantized_mismatches == 0;
   }
@@ -131,10 +144,18 @@ struct CompareScope {
 };
 Comparison compare(const PortData& d, const Interpretation& how, std::size_t keep, bool errors,
                    const CompareScope& scope = {});
+// compare's first step: the tensor decode scale the codes are compared under (c->g), and the check
+// of a port's own global scale (an output) against the one the recipe stores for the tensor's
+// amax; amax() is called only where it is needed (the device comparison computes it on the GPU).
+void compare_global_scale(const std::optional<GlobalScale>& gs, const Interpretation& how,
+                          const std::function<float()>& amax, Comparison* c);
 
 // The report of `kvq verify`: verdict, counts, first differences (input bits, codes in hex,
 // decoded and exact values), error against the bound.
-std::string describe(const PortData& d, const Interpretation& how, const std::string& recipe_name,
-                     const Comparison& c);
+std::string describe(const PortSummary& d, const Interpretation& how, const std::string& recipe_name, const Comparison& c);
+inline std::string describe(const PortData& d, const Interpretation& how, const std::string& recipe_name,
+                            const Comparison& c) {
+  return describe(summary_of(d), how, recipe_name, c);
+}
 
 }  // namespace kvq::ports

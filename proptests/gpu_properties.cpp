@@ -2,12 +2,15 @@
 // equals the host codec for every format <= 16 bits x convention x rounding, and the
 // cuda-* conventions equal the CUDA intrinsics on the device. Counted skips without a GPU.
 #include <algorithm>
+#include <chrono>
+#include <future>
 #include <stdexcept>
 #include <sstream>
 #include <thread>
 #include <vector>
 
 #include "formats/float_bits.hpp"
+#include "proptests/codec_runs.hpp"
 #include "proptests/conversion_space.hpp"
 #include "proptests/cuda_intrinsic_models.hpp"
 #include "proptests/gpu/format_sweeps.hpp"
@@ -53,21 +56,66 @@ Outcome intrinsic_sweep(const RunContext& ctx, int which) {
                        [&](const gpu::Mismatch& x) { return mismatch_line(k.target(), k, m.name, x); });
 }
 
+// A deterministic conversion: the host codec's codes as runs (proptests/codec_runs.hpp), expanded
+// and compared on the device. A mismatch line gives the host codec's own code too, so a wrong run
+// (the step-function assumption failing) reads as such.
+Outcome device_vs_host_runs(const RunContext& ctx, const ConversionCase& k) {
+  const Format f = k.target();
+  const Conversion c = k.conversion();
+  const auto start = std::chrono::steady_clock::now();
+  const CodeRuns runs = code_runs(f, c);
+  const std::vector<std::uint32_t> tiles = tile_first_runs(runs);
+  const double host_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ctx.progress(0.5);
+  const gpu::SweepResult r = gpu::sweep_runs(f, c, runs.starts.data(), runs.codes.data(),
+                                             static_cast<std::uint32_t>(runs.starts.size()), tiles.data(), kRunTileBits);
+  if (!r.error.empty()) throw std::runtime_error(r.error);
+  Outcome o;
+  o.cases = r.inputs;
+  o.metrics = {{"sweep_ms", r.milliseconds}, {"runs", static_cast<double>(runs.starts.size())}, {"host_runs_ms", host_ms}};
+  if (r.mismatches) {
+    std::ostringstream os;
+    os << r.mismatches << " of " << r.inputs << " FP32 inputs differ from the expected runs on the device; first:\n";
+    for (const auto& x : r.first) {
+      const std::uint64_t host = encode(f, c, unpack(kFP32, x.input), 0);
+      os << "  " << mismatch_line(f, k, "host codec", gpu::Mismatch{x.input, static_cast<std::uint32_t>(host), x.actual})
+         << (host == x.expected ? "" : "  (the expected run says " + hex_code(f, x.expected) + ": a wrong run)") << "\n";
+    }
+    o.status = Status::failed;
+    o.detail = os.str();
+    o.replay = replay_line(ctx);
+  }
+  return o;
+}
+
 Outcome device_vs_host(const RunContext& ctx, const ConversionCase& k) {
   const gpu::DeviceInfo device = gpu::device_info();
   if (!device.available) return skipped(device.why);
+  if (k.rounding != Rounding::stochastic) return device_vs_host_runs(ctx, k);
+  // Stochastic rounding: every code computed on both sides and compared on the host.
   const Format f = k.target();
   const Conversion c = k.conversion();
   constexpr std::uint32_t kChunk = 1u << 28;
-  std::vector<std::uint16_t> codes(kChunk);
+  // Two buffers: the device computes and copies back the next chunk while the host compares this one.
+  std::vector<std::uint16_t> buffers[2] = {std::vector<std::uint16_t>(kChunk), std::vector<std::uint16_t>(kChunk)};
+  const auto fetch = [&](std::uint64_t begin, int b) {
+    return std::async(std::launch::async, [&, begin, b] {
+      double ms = 0;
+      std::string error = gpu::device_codes(f, c, begin, kChunk, buffers[b].data(), &ms);
+      return std::pair<std::string, double>{std::move(error), ms};
+    });
+  };
   const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   Tally tally;
   double device_ms = 0;
-  for (std::uint64_t begin = 0; begin < (std::uint64_t{1} << 32); begin += kChunk) {
-    double ms = 0;
-    const std::string error = gpu::device_codes(f, c, begin, kChunk, codes.data(), &ms);
+  auto pending = fetch(0, 0);
+  int b = 0;
+  for (std::uint64_t begin = 0; begin < (std::uint64_t{1} << 32); begin += kChunk, b ^= 1) {
+    const auto [error, ms] = pending.get();
     if (!error.empty()) throw std::runtime_error(error);
     device_ms += ms;
+    if (begin + kChunk < (std::uint64_t{1} << 32)) pending = fetch(begin + kChunk, b ^ 1);
+    const std::vector<std::uint16_t>& codes = buffers[b];
     // Contiguous slices, a private tally each (merged after): no shared cache lines in the hot loop.
     std::vector<Tally> parts(threads);
     std::vector<std::thread> pool;

@@ -9,6 +9,7 @@
 
 #include "formats/float_bits.hpp"
 #include "formats/recipe_names.hpp"
+#include "kernels/cpu_rows.hpp"
 #include "kernels/quantize.hpp"
 #include "oracle/recipes_oracle.hpp"
 #include "proptests/conversion_space.hpp"
@@ -36,23 +37,25 @@ void showValue(const Problem& p, std::ostream& os) {
 // Inputs drawn from one seed: scaled values with zeros, ties, subnormals, specials mixed in.
 std::vector<std::uint8_t> make_input(DType t, std::int64_t count, std::uint64_t seed) {
   std::vector<std::uint8_t> out(static_cast<std::size_t>(count) * kernels::bytes_of(t));
-  for (std::int64_t i = 0; i < count; ++i) {
-    const std::uint32_t h = mix32(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(i));
-    float v;
-    switch (h % 16) {
-      case 0: v = 0.0f; break;
-      case 1: v = float_from_bits(mix32(h)); break;                            // any bit pattern
-      case 2: v = std::ldexp(static_cast<float>((h >> 8) % 15) * 0.25f, static_cast<int>(h >> 20) % 8); break;  // ties
-      case 3: v = float_from_bits(mix32(h) & 0x807fffffu); break;              // FP32 subnormal
-      default: v = std::ldexp(static_cast<float>(static_cast<int>(h >> 8 & 0xfff) - 2048), static_cast<int>(seed % 24) - 20);
+  kernels::for_ranges(count, count, [&](std::int64_t first, std::int64_t last) {  // each element from its index alone
+    for (std::int64_t i = first; i < last; ++i) {
+      const std::uint32_t h = mix32(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(i));
+      float v;
+      switch (h % 16) {
+        case 0: v = 0.0f; break;
+        case 1: v = float_from_bits(mix32(h)); break;                            // any bit pattern
+        case 2: v = std::ldexp(static_cast<float>((h >> 8) % 15) * 0.25f, static_cast<int>(h >> 20) % 8); break;  // ties
+        case 3: v = float_from_bits(mix32(h) & 0x807fffffu); break;              // FP32 subnormal
+        default: v = std::ldexp(static_cast<float>(static_cast<int>(h >> 8 & 0xfff) - 2048), static_cast<int>(seed % 24) - 20);
+      }
+      if (t == DType::fp32) {
+        std::memcpy(&out[i * 4], &v, 4);
+      } else {
+        const auto b = static_cast<std::uint16_t>(encode_float(t == DType::bf16 ? kBF16 : kFP16, Conversion{}, v));
+        std::memcpy(&out[i * 2], &b, 2);
+      }
     }
-    if (t == DType::fp32) {
-      std::memcpy(&out[i * 4], &v, 4);
-    } else {
-      const auto b = static_cast<std::uint16_t>(encode_float(t == DType::bf16 ? kBF16 : kFP16, Conversion{}, v));
-      std::memcpy(&out[i * 2], &b, 2);
-    }
-  }
+  });
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "formats/recipe_names.hpp"
+#include "kernels/cpu_rows.hpp"
 #include "kernels/paged_store.hpp"
 #include "proptests/conversion_space.hpp"
 #include "proptests/harness/mix32.hpp"
@@ -57,20 +58,22 @@ void showValue(const PagedProblem& p, std::ostream& os) {
 // and E4M3 grid points and their midpoints, subnormals, and rare NaN/inf.
 std::vector<std::uint8_t> make_kv(DType t, std::int64_t count, std::int64_t head_dim, std::uint64_t seed) {
   std::vector<std::uint8_t> out(static_cast<std::size_t>(count) * kernels::bytes_of(t));
-  for (std::int64_t i = 0; i < count; ++i) {
-    const std::uint32_t h = mix32(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(i));
-    const int channel_scale = (i % head_dim) % 11 == 3 ? 6 : 0;  // outlier channels
-    float v;
-    switch (h % 32) {
-      case 0: v = 0.0f; break;
-      case 1: v = (h >> 8) % 64 == 0 ? NAN : ((h >> 8) % 64 == 1 ? -INFINITY : 1.0f); break;
-      case 2: v = std::ldexp(static_cast<float>((h >> 8) % 29) * 0.25f, static_cast<int>(h >> 20) % 9 - 4); break;
-      case 3: v = float_from_bits(mix32(h) & 0x807fffffu); break;  // FP32 subnormal (0 in BF16/FP16 or tiny)
-      default:
-        v = std::ldexp(static_cast<float>(static_cast<int>(h >> 8 & 0xfff) - 2048), channel_scale - 11 + static_cast<int>(seed % 5));
+  kernels::for_ranges(count, count, [&](std::int64_t first, std::int64_t last) {  // each element from its index alone
+    for (std::int64_t i = first; i < last; ++i) {
+      const std::uint32_t h = mix32(seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(i));
+      const int channel_scale = (i % head_dim) % 11 == 3 ? 6 : 0;  // outlier channels
+      float v;
+      switch (h % 32) {
+        case 0: v = 0.0f; break;
+        case 1: v = (h >> 8) % 64 == 0 ? NAN : ((h >> 8) % 64 == 1 ? -INFINITY : 1.0f); break;
+        case 2: v = std::ldexp(static_cast<float>((h >> 8) % 29) * 0.25f, static_cast<int>(h >> 20) % 9 - 4); break;
+        case 3: v = float_from_bits(mix32(h) & 0x807fffffu); break;  // FP32 subnormal (0 in BF16/FP16 or tiny)
+        default:
+          v = std::ldexp(static_cast<float>(static_cast<int>(h >> 8 & 0xfff) - 2048), channel_scale - 11 + static_cast<int>(seed % 5));
+      }
+      kernels::store_value(t, out.data(), i, (h >> 5) & 1 ? -v : v);  // BF16/FP16: RNE, held to the oracle
     }
-    kernels::store_value(t, out.data(), i, (h >> 5) & 1 ? -v : v);  // BF16/FP16: RNE, held to the oracle
-  }
+  });
   return out;
 }
 

@@ -146,6 +146,33 @@ __global__ void codes_kernel(Format f, Conversion c, std::uint64_t begin, std::u
   }
 }
 
+// The device codec against the host's expected runs (proptests/codec_runs.hpp): a thread takes 16
+// consecutive inputs, finds their first run among its tile's, and walks the runs forward.
+constexpr int kRunSpan = 16;
+__global__ void runs_sweep_kernel(Format f, Conversion c, const std::uint32_t* starts, const std::uint16_t* codes,
+                                  std::uint32_t runs, const std::uint32_t* tile_first, int tile_bits, Counters* counters) {
+  const std::uint64_t stride = static_cast<std::uint64_t>(gridDim.x) * blockDim.x;
+  unsigned long long local = 0;
+  for (std::uint64_t q = blockIdx.x * static_cast<std::uint64_t>(blockDim.x) + threadIdx.x; q < (1ull << 32) / kRunSpan;
+       q += stride) {
+    const auto first = static_cast<std::uint32_t>(q * kRunSpan);
+    std::uint32_t lo = tile_first[first >> tile_bits], hi = tile_first[(first >> tile_bits) + 1];
+    while (lo < hi) {  // the last run starting at or before `first`
+      const std::uint32_t mid = lo + (hi - lo + 1) / 2;
+      if (starts[mid] <= first) lo = mid; else hi = mid - 1;
+    }
+    std::uint32_t run = lo;
+    for (int i = 0; i < kRunSpan; ++i) {
+      const std::uint32_t bits = first + i;
+      while (run + 1 < runs && starts[run + 1] <= bits) ++run;
+      const std::uint32_t expected = codes[run];
+      const auto actual = static_cast<std::uint32_t>(encode(f, c, unpack(kFP32, bits), 0));
+      if (expected != actual) record_mismatch(counters, bits, expected, actual, &local);
+    }
+  }
+  if (local) atomicAdd(&counters->mismatches, local);
+}
+
 template <props::CudaIntrinsic kWhich>
 cudaError_t launch_intrinsic_sweep(std::uint64_t begin, std::uint64_t count, Counters* counters, int blocks) {
   intrinsic_sweep_kernel<kWhich><<<blocks, 256>>>(begin, count, counters);
@@ -245,6 +272,31 @@ SweepResult sweep_intrinsic(int intrinsic) {
   return counted_sweep("intrinsic sweep", [&](Counters* c) {
     return launch_by_index(intrinsic, 0, std::uint64_t{1} << 32, c, sweep_blocks());
   });
+}
+
+SweepResult sweep_runs(Format f, const Conversion& c, const std::uint32_t* starts, const std::uint16_t* codes,
+                       std::uint32_t runs, const std::uint32_t* tile_first, int tile_bits) {
+  if (runs == 0 || starts[0] != 0) return SweepResult{"runs must start at input 0"};
+  const std::size_t tiles = (std::size_t{1} << (32 - tile_bits)) + 1;
+  std::uint32_t* d_starts = nullptr;
+  std::uint16_t* d_codes = nullptr;
+  std::uint32_t* d_tiles = nullptr;
+  cudaError_t e = cudaMalloc(&d_starts, sizeof(std::uint32_t) * runs);
+  if (e == cudaSuccess) e = cudaMalloc(&d_codes, sizeof(std::uint16_t) * runs);
+  if (e == cudaSuccess) e = cudaMalloc(&d_tiles, sizeof(std::uint32_t) * tiles);
+  if (e == cudaSuccess) e = cudaMemcpy(d_starts, starts, sizeof(std::uint32_t) * runs, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = cudaMemcpy(d_codes, codes, sizeof(std::uint16_t) * runs, cudaMemcpyHostToDevice);
+  if (e == cudaSuccess) e = cudaMemcpy(d_tiles, tile_first, sizeof(std::uint32_t) * tiles, cudaMemcpyHostToDevice);
+  SweepResult r = e != cudaSuccess ? SweepResult{error_text("expected runs", e)}
+                                   : counted_sweep("runs sweep", [&](Counters* counters) {
+                                       runs_sweep_kernel<<<sweep_blocks(), 256>>>(f, c, d_starts, d_codes, runs, d_tiles,
+                                                                                   tile_bits, counters);
+                                       return cudaGetLastError();
+                                     });
+  cudaFree(d_starts);
+  cudaFree(d_codes);
+  cudaFree(d_tiles);
+  return r;
 }
 
 SweepResult sweep_fast_path(int which) {

@@ -2,16 +2,18 @@
 
 The functions are kvq's C++ library (formats, recipes, CPU kernels, `kvq verify` / `kvq identify`)
 bound with nanobind; docs/python.md says what each takes and returns. Tensors: numpy arrays, torch
-CPU tensors, anything with DLPack or the buffer protocol.
+tensors, anything with DLPack or the buffer protocol. kvq.verify compares CUDA tensors on their GPU;
+the other functions copy a CUDA tensor to the host.
 """
-from ._kvq import (Identification, Quantized, Report, _dequantize, conventions, decode, encode, formats, identify,
-                   pack_e2m1, quantize, recipes, unpack_e2m1, verify)
+from ._kvq import (Identification, Quantized, Report, _dequantize, conventions, cuda_available, decode, encode, formats, identify,
+                   pack_e2m1, quantize, recipes, unpack_e2m1)
+from .streams import verify
 from . import testing
 from .calls import CallReport, identify_call, verify_call
 
 __all__ = ["formats", "conventions", "recipes", "encode", "decode", "pack_e2m1", "unpack_e2m1", "quantize",
            "dequantize", "verify", "identify", "verify_call", "identify_call", "Quantized", "Report", "Identification",
-           "CallReport", "testing"]
+           "CallReport", "testing", "cuda_available"]
 
 
 def dequantize(q, scales=None, global_scale=None, *, recipe=None, shape=None, dtype="float32", block=None):

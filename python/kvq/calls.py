@@ -10,10 +10,12 @@ from ._kvq import _port_call, _tensor_type
 
 class CallReport:
     """kvq.verify_call's or kvq.identify_call's verdict: `exact` (also the truth value), `status` (the
-    command's exit status, 0 or 1) and `text` (its report, also str())."""
+    command's exit status, 0 or 1), `text` (its report, also str()) and, for verify_call,
+    `differences`: the report's first differences as dicts (docs/python.md "Records")."""
 
-    def __init__(self, status, text):
+    def __init__(self, status, text, differences=()):
         self.status, self.text, self.exact = status, text, status == 0
+        self.differences = list(differences)
 
     def __bool__(self):
         return self.exact
@@ -34,7 +36,7 @@ def _bits(value):
     return "0x%08x" % struct.unpack("<I", struct.pack("<f", float(value)))[0]
 
 
-def _manifest(kind, tensors, parameters, layout, poison, before, recipe):
+def _manifest(kind, tensors, parameters, layout, poison, before, recipe, dtypes):
     specs, arrays = {}, {}
     for role, value in tensors.items():
         if value is None:
@@ -47,6 +49,10 @@ def _manifest(kind, tensors, parameters, layout, poison, before, recipe):
         if dtype:
             specs[role]["dtype"] = dtype
         arrays[role] = value
+    for role, name in (dtypes or {}).items():
+        if role not in specs or "file" not in specs[role]:
+            raise ValueError("dtypes: %s is not one of the tensors passed" % role)
+        specs[role]["dtype"] = name  # 16-bit bits (uint16) read as bfloat16 or float16
     for role, byte in (poison or {}).items():
         if role not in specs:
             raise ValueError("poison: %s is not one of the tensors passed" % role)
@@ -67,27 +73,29 @@ def _manifest(kind, tensors, parameters, layout, poison, before, recipe):
     return json.dumps(manifest), arrays
 
 
-def _call(verify, what, kind, tensors, parameters, layout, poison, before, recipe, show, changes):
-    text, arrays = _manifest(kind, tensors, parameters, layout, poison, before, recipe)
-    status, out, err = _port_call(verify, what, text, arrays, show, changes)
+def _call(verify, what, kind, tensors, parameters, layout, poison, before, recipe, show, changes, dtypes):
+    text, arrays = _manifest(kind, tensors, parameters, layout, poison, before, recipe, dtypes)
+    status, out, err, records = _port_call(verify, what, text, arrays, show, changes)
     if status == 2:
         raise ValueError(err.strip().replace("kvq verify: ", "").replace("kvq identify: ", ""))
-    return CallReport(status, out)
+    return CallReport(status, out, records)
 
 
-def verify_call(kind, tensors, *, recipe=None, parameters=None, layout=None, poison=None, before=None, show=8):
+def verify_call(kind, tensors, *, recipe=None, parameters=None, layout=None, poison=None, before=None, show=8,
+                dtypes=None):
     """`kvq verify` of one call of a port: kind "paged-store", "rope-quantize", "rope-append",
     "mla-cache", "mla-requant", "mla-dequant", "workspace" or "quantize"; tensors maps the kind's roles
     (the engine's argument names, docs/ports.md) to tensors, float scalars for the float32 roles;
     recipe: the recipe the port claims (paged-store, quantize; an MLA cache's tile rule); parameters
     and layout: the manifest's; poison / before: what each output held before the call (a byte, or a
-    tensor)."""
+    tensor); dtypes: a role's 16-bit bits (uint16) named "bfloat16" or "float16"."""
     what = recipe or kind
     if kind in ("paged-store", "quantize") and not recipe:
         raise ValueError("recipe: a %s call is checked against the recipe the port claims" % kind)
-    return _call(True, what, kind, tensors, parameters, layout, poison, before, None, show, 2)
+    return _call(True, what, kind, tensors, parameters, layout, poison, before, None, show, 2, dtypes)
 
 
-def identify_call(kind, tensors, *, parameters=None, layout=None, poison=None, before=None, changes=1, show=5):
+def identify_call(kind, tensors, *, parameters=None, layout=None, poison=None, before=None, changes=1, show=5,
+                  dtypes=None):
     """`kvq identify` of one call of a port (the arguments as kvq.verify_call's)."""
-    return _call(False, "", kind, tensors, parameters, layout, poison, before, None, show, changes)
+    return _call(False, "", kind, tensors, parameters, layout, poison, before, None, show, changes, dtypes)

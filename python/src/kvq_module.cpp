@@ -8,8 +8,12 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/variant.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -26,6 +30,7 @@
 #include "formats/names.hpp"
 #include "formats/packing.hpp"
 #include "formats/recipe_names.hpp"
+#include "kernels/port_compare.hpp"
 #include "kernels/quantize.hpp"
 #include "oracle/identify.hpp"
 #include "oracle/verify.hpp"
@@ -64,11 +69,29 @@ std::string dtype_name(nb::dlpack::dtype t) {
   return std::string(kind) + std::to_string(t.bits);
 }
 
-// The array's elements in C order, whatever its strides; on the CPU only.
+bool on_cuda(const Array& a) { return a.device_type() == nb::device::cuda::value; }
+
+void check_device(const Array& a, const char* role) {
+  if (a.device_type() != nb::device::cpu::value && !on_cuda(a))
+    type_error(std::string(role) + ": a tensor on device type " + std::to_string(a.device_type()) +
+               "; kvq reads CPU and CUDA tensors");
+}
+
+// The span of memory, in elements from a.data(), that the array's elements occupy (any strides).
+std::pair<std::int64_t, std::int64_t> element_span(const Array& a) {
+  std::int64_t low = 0, high = 0;
+  for (std::size_t d = 0; d < a.ndim(); ++d) {
+    if (a.shape(d) == 0) return {0, 0};
+    const std::int64_t reach = (static_cast<std::int64_t>(a.shape(d)) - 1) * a.stride(d);
+    (reach < 0 ? low : high) += reach;
+  }
+  return {low, high + 1};
+}
+
+// The array's elements in C order, whatever its strides; a CUDA tensor is copied to the host first
+// (what kvq.verify compares on the GPU never comes here: verify_on_device).
 Tensor read(const Array& a, const char* role) {
-  if (a.device_type() != nb::device::cpu::value)
-    type_error(std::string(role) + ": a tensor on another device (device type " + std::to_string(a.device_type()) +
-               "); this build reads CPU tensors: pass " + role + ".cpu()");
+  check_device(a, role);
   Tensor t;
   t.dtype = a.dtype();
   if (t.dtype.lanes != 1 || t.dtype.bits % 8 != 0 || t.dtype.bits == 0 || t.dtype.bits > 64)
@@ -78,11 +101,22 @@ Tensor read(const Array& a, const char* role) {
   const int w = t.item();
   t.bytes.resize(static_cast<std::size_t>(n * w));
   const auto* base = static_cast<const std::uint8_t*>(a.data());
+  Bytes host;  // a CUDA tensor's span of memory, on the host
+  std::int64_t origin = 0;  // the element of a.data() that base points at
+  if (on_cuda(a) && n > 0) {
+    const auto [low, high] = element_span(a);
+    origin = low;
+    host.resize(static_cast<std::size_t>((high - low) * w));
+    if (auto e = kvq::kernels::device::select(a.device_id()); !e.ok()) value_error(std::string(role) + ": " + e.message());
+    if (auto e = kvq::kernels::device::download(host.data(), base + low * w, host.size()); !e.ok())
+      value_error(std::string(role) + ": copying it to the host: " + e.message());
+    base = host.data();
+  }
   std::vector<std::int64_t> index(a.ndim(), 0);
   for (std::int64_t k = 0; k < n; ++k) {
     std::int64_t offset = 0;  // in elements
     for (std::size_t d = 0; d < a.ndim(); ++d) offset += index[d] * a.stride(d);
-    std::memcpy(t.bytes.data() + k * w, base + offset * w, static_cast<std::size_t>(w));
+    std::memcpy(t.bytes.data() + k * w, base + (offset - origin) * w, static_cast<std::size_t>(w));
     for (std::size_t d = a.ndim(); d-- > 0;) {
       if (++index[d] < t.shape[d]) break;
       index[d] = 0;
@@ -343,6 +377,45 @@ struct PortArgs {
   kvq::ports::Interpretation how;
 };
 
+// The options of a verify / identify call, into d (its tensors are read by the caller).
+void port_options(kvq::ports::PortData& d, nb::object global_scale, const std::string& role, const std::string& convention,
+                  const std::string& nibble_order, const std::string& scale_layout, std::optional<int> block) {
+  using namespace kvq::ports;
+  if (!global_scale.is_none()) {
+    GlobalScale gs;
+    gs.value = scalar(global_scale, "global_scale");
+    if (role != "input" && role != "output") value_error("global_scale_role: 'input' or 'output', got '" + role + "'");
+    gs.is_output = role == "output";
+    if (convention == "decode") gs.convention = ScaleConvention::decode;
+    else if (convention == "encode") gs.convention = ScaleConvention::encode;
+    else if (convention == "amax") gs.convention = ScaleConvention::amax;
+    else value_error("global_scale_convention: 'decode', 'encode' or 'amax', got '" + convention + "'");
+    d.global_scale = gs;
+  }
+  if (nibble_order == "low_first") d.nibbles = NibbleOrder::low_first;
+  else if (nibble_order == "high_first") d.nibbles = NibbleOrder::high_first;
+  else value_error("nibble_order: 'low_first' or 'high_first', got '" + nibble_order + "'");
+  bool layout_found = false;
+  for (const ScaleLayout l : {ScaleLayout::row_major, ScaleLayout::token_group4, ScaleLayout::swizzle_128x4})
+    if (scale_layout == name_of(l)) d.scale_layout = l, layout_found = true;
+  if (!layout_found) value_error("scale_layout: 'row_major', 'token_group4' or 'swizzle_128x4', got '" + scale_layout + "'");
+  if (block) {
+    if (*block <= 0) value_error("block: must be > 0");
+    d.block = *block;
+  }
+}
+
+// The recipe as the port's options read it (its block possibly changed), checked against the
+// port's tensor sizes.
+kvq::ports::Interpretation interpretation(const std::string& recipe, const kvq::ports::PortData& d,
+                                          const kvq::ports::PortSummary& sizes) {
+  const kvq::NamedRecipe named = recipe_arg(recipe);
+  kvq::ports::Interpretation how{named.recipe, d.nibbles, d.scale_layout};
+  if (d.block && how.recipe.scale != kvq::BlockScale::tensor_only) how.recipe.block = d.block;
+  if (auto e = check_layout(sizes, how); !e.ok()) value_error(e.message());
+  return how;
+}
+
 PortArgs port_args(const std::optional<std::string>& recipe, const Array& x, const Array& codes, std::optional<Array> scales,
                    nb::object global_scale, const std::string& role, const std::string& convention,
                    std::optional<Array> dequantized, const std::string& nibble_order, const std::string& scale_layout,
@@ -361,17 +434,6 @@ PortArgs port_args(const std::optional<std::string>& recipe, const Array& x, con
     d.scales = byte_codes(read(*scales, "scales"), "scales");
     d.has_scales = true;
   }
-  if (!global_scale.is_none()) {
-    GlobalScale gs;
-    gs.value = scalar(global_scale, "global_scale");
-    if (role != "input" && role != "output") value_error("global_scale_role: 'input' or 'output', got '" + role + "'");
-    gs.is_output = role == "output";
-    if (convention == "decode") gs.convention = ScaleConvention::decode;
-    else if (convention == "encode") gs.convention = ScaleConvention::encode;
-    else if (convention == "amax") gs.convention = ScaleConvention::amax;
-    else value_error("global_scale_convention: 'decode', 'encode' or 'amax', got '" + convention + "'");
-    d.global_scale = gs;
-  }
   if (dequantized) {
     const Tensor ty = read(*dequantized, "dequantized");
     d.dequantized_type = value_type(ty, "dequantized", std::nullopt);
@@ -379,46 +441,32 @@ PortArgs port_args(const std::optional<std::string>& recipe, const Array& x, con
     for (std::int64_t i = 0; i < ty.count(); ++i) v[i] = kvq::kernels::load_value(d.dequantized_type, ty.bytes.data(), i);
     d.dequantized = std::move(v);
   }
-  if (nibble_order == "low_first") d.nibbles = NibbleOrder::low_first;
-  else if (nibble_order == "high_first") d.nibbles = NibbleOrder::high_first;
-  else value_error("nibble_order: 'low_first' or 'high_first', got '" + nibble_order + "'");
-  bool layout_found = false;
-  for (const ScaleLayout l : {ScaleLayout::row_major, ScaleLayout::token_group4, ScaleLayout::swizzle_128x4})
-    if (scale_layout == name_of(l)) d.scale_layout = l, layout_found = true;
-  if (!layout_found) value_error("scale_layout: 'row_major', 'token_group4' or 'swizzle_128x4', got '" + scale_layout + "'");
-  if (block) {
-    if (*block <= 0) value_error("block: must be > 0");
-    d.block = *block;
-  }
-  if (recipe) {
-    const kvq::NamedRecipe named = recipe_arg(*recipe);
-    p.how = Interpretation{named.recipe, d.nibbles, d.scale_layout};
-    if (d.block && p.how.recipe.scale != kvq::BlockScale::tensor_only) p.how.recipe.block = d.block;
-    if (auto e = check_layout(d, p.how); !e.ok()) value_error(e.message());
-  }
+  port_options(d, global_scale, role, convention, nibble_order, scale_layout, block);
+  if (recipe) p.how = interpretation(*recipe, d, summary_of(d));
   return p;
 }
 
 struct Report {
   bool exact = false;
-  std::string recipe, text;
+  std::string recipe;
   std::int64_t codes = 0, code_mismatches = 0, scales = 0, scale_mismatches = 0, dequantized_mismatches = 0;
   bool global_scale_matches = true;
   nb::list differences;
+  // The report's text, written when asked for (str()): kvq verify's report of the comparison, and
+  // where it ran.
+  kvq::ports::PortSummary summary;
+  kvq::ports::Interpretation how;
+  kvq::ports::Comparison comparison;
+  std::string where;
+  std::string text() const { return kvq::ports::describe(summary, how, recipe, comparison) + where; }
 };
 
-Report verify(const std::string& recipe, const Array& x, const Array& codes, std::optional<Array> scales, nb::object global_scale,
-              const std::string& role, const std::string& convention, std::optional<Array> dequantized,
-              const std::string& nibble_order, const std::string& scale_layout, std::optional<int> block,
-              std::optional<std::string> x_dtype, int show) {
-  if (show < 0) value_error("show: must be >= 0");
-  const PortArgs p = port_args(recipe, x, codes, scales, global_scale, role, convention, dequantized, nibble_order,
-                               scale_layout, block, x_dtype);
-  const kvq::ports::Comparison c = kvq::ports::compare(p.data, p.how, static_cast<std::size_t>(show), true);
+Report report_of(const std::string& recipe, const kvq::ports::PortSummary& summary, const kvq::ports::Interpretation& how,
+                 kvq::ports::Comparison c, std::string where = {}) {
   Report r;
   r.exact = c.exact();
   r.recipe = recipe;
-  r.text = kvq::ports::describe(p.data, p.how, recipe, c);
+  r.summary = summary, r.how = how, r.where = std::move(where);
   r.codes = c.codes, r.code_mismatches = c.code_mismatches, r.scales = c.scales, r.scale_mismatches = c.scale_mismatches;
   r.dequantized_mismatches = c.dequantized_mismatches;
   r.global_scale_matches = c.global_scale_matches;
@@ -439,7 +487,245 @@ Report verify(const std::string& recipe, const Array& x, const Array& codes, std
     e["kind"] = "dequantized", e["row"] = d.row, e["col"] = d.col, e["expected"] = d.expected, e["actual"] = d.actual;
     r.differences.append(e);
   }
+  r.comparison = std::move(c);
   return r;
+}
+
+// ---- CUDA tensors: compared on their GPU (docs/python.md "CUDA tensors") ----
+
+// A CUDA tensor read in place: its shape and type (no bytes) and its device pointer.
+struct DeviceTensor {
+  Tensor meta;
+  const std::uint8_t* data = nullptr;
+};
+
+DeviceTensor device_tensor(const Array& a, const char* role, int device) {
+  if (!on_cuda(a))
+    type_error(std::string(role) + ": a CPU tensor while x is on cuda:" + std::to_string(device) +
+               "; give every tensor on the same device");
+  if (a.device_id() != device)
+    type_error(std::string(role) + ": on cuda:" + std::to_string(a.device_id()) + ", x on cuda:" + std::to_string(device));
+  DeviceTensor t;
+  t.meta.dtype = a.dtype();
+  if (t.meta.dtype.lanes != 1 || t.meta.dtype.bits % 8 != 0 || t.meta.dtype.bits == 0 || t.meta.dtype.bits > 64)
+    type_error(std::string(role) + ": element type " + dtype_name(t.meta.dtype) + " is not a whole number of bytes");
+  std::int64_t expected_stride = 1;
+  for (std::size_t d = a.ndim(); d-- > 0;) {
+    t.meta.shape.insert(t.meta.shape.begin(), static_cast<std::int64_t>(a.shape(d)));
+    if (a.shape(d) != 1 && a.stride(d) != expected_stride)
+      type_error(std::string(role) + ": a CUDA tensor is compared in place and must be contiguous (C order); pass " + role +
+                 ".contiguous()");
+    expected_stride *= static_cast<std::int64_t>(a.shape(d));
+  }
+  t.data = static_cast<const std::uint8_t*>(a.data());
+  return t;
+}
+
+// Device memory of one call, released on its stream.
+struct DeviceBuffer {
+  void* p = nullptr;
+  void* stream = nullptr;
+  DeviceBuffer(std::size_t bytes, void* s) : stream(s) {
+    if (auto e = kvq::kernels::device::allocate_on(&p, bytes, s); !e.ok()) value_error("kvq.verify: device memory: " + e.message());
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { kvq::kernels::device::release_on(p, stream); }
+  template <typename T>
+  T* as() const { return static_cast<T*>(p); }
+};
+
+void device_ok(const kvq::Status& e, const char* what) {
+  if (!e.ok()) value_error(std::string("kvq.verify on the GPU: ") + what + ": " + e.message());
+}
+
+// The host copy of `bytes` bytes at device address `src` (the stream reaches it first).
+Bytes fetch(const void* src, std::int64_t bytes, void* stream) {
+  Bytes out(static_cast<std::size_t>(bytes));
+  if (bytes > 0) device_ok(kvq::kernels::device::download_on(out.data(), src, out.size(), stream), "copying back");
+  return out;
+}
+
+// kvq.verify of CUDA tensors: kvq's kernel quantizes x on the tensors' device and stream, the
+// device comparator counts the differences per chunk of rows, and only the counts and the rows of
+// the first differing chunks come back, where the host comparison (oracle/verify.cpp) writes the
+// records. The error against the bound is not computed on this path.
+Report verify_on_device(const std::string& recipe, const Array& x, const Array& codes, std::optional<Array> scales,
+                        nb::object global_scale, const std::string& role, const std::string& convention,
+                        std::optional<Array> dequantized, const std::string& nibble_order, const std::string& scale_layout,
+                        std::optional<int> block, std::optional<std::string> x_dtype, int show, std::uintptr_t stream_handle) {
+  using namespace kvq::ports;
+  namespace dev = kvq::kernels::device;
+  if (!on_cuda(x)) type_error("x: a CPU tensor while the outputs are CUDA tensors; give every tensor on the same device");
+  if (std::string why; !kvq::kernels::device::available(&why))
+    type_error("x: a CUDA tensor, and this kvq cannot compare on the GPU (" + why + "); pass CPU tensors");
+  const int device = x.device_id();
+  const DeviceTensor tx = device_tensor(x, "x", device), tc = device_tensor(codes, "codes", device);
+  std::optional<DeviceTensor> ts, ty;
+  if (scales) ts = device_tensor(*scales, "scales", device);
+  if (dequantized) ty = device_tensor(*dequantized, "dequantized", device);
+  PortData d;  // options and sizes only: the tensors stay on the device
+  d.input = value_type(tx.meta, "x", x_dtype);
+  if (tx.meta.shape.empty() || tx.meta.shape.back() <= 0) value_error("x: needs a last dimension (head_dim) > 0");
+  d.cols = tx.meta.shape.back();
+  d.rows = tx.meta.count() / d.cols;
+  if (tc.meta.item() != 1) type_error("codes: " + dtype_name(tc.meta.dtype) + "; give one byte an element (uint8, int8, float8)");
+  if (ts && ts->meta.item() != 1) type_error("scales: " + dtype_name(ts->meta.dtype) + "; give one byte an element (uint8, float8)");
+  d.has_scales = ts.has_value();
+  if (ty) d.dequantized_type = value_type(ty->meta, "dequantized", std::nullopt);
+  port_options(d, global_scale, role, convention, nibble_order, scale_layout, block);
+  PortSummary sizes = summary_of(d);
+  sizes.code_bytes = tc.meta.count();
+  sizes.scale_bytes = ts ? ts->meta.count() : 0;
+  if (ty) sizes.dequantized = ty->meta.count();
+  const Interpretation how = interpretation(recipe, d, sizes);
+
+  void* stream = reinterpret_cast<void*>(stream_handle);
+  device_ok(dev::select(device), "selecting the device");
+  kvq::kernels::QuantizeShape s{how.recipe, d.rows, d.cols};
+  if (auto e = kvq::kernels::validate(s); !e.ok()) value_error("x: " + e.message());
+  Comparison c;
+  float tensor_amax = 0;  // computed only where the comparison needs it
+  compare_global_scale(d.global_scale, how, [&] {
+    DeviceBuffer amax(sizeof(float), stream);
+    device_ok(dev::amax(d.input, tx.data, d.rows * d.cols, amax.as<float>(), stream), "amax");
+    device_ok(dev::download_on(&tensor_amax, amax.p, sizeof tensor_amax, stream), "copying amax back");
+    return tensor_amax;
+  }, &c);
+
+  const bool four_bit = s.packed();
+  kvq::kernels::DevicePort port;
+  port.codes = tc.data;
+  port.codes_packed = four_bit && sizes.code_bytes * 2 == d.rows * d.cols;
+  port.nibbles = how.nibbles;
+  port.scales = ts ? ts->data : nullptr;
+  port.scale_layout = how.scale_layout;
+  port.dequantized = ty ? ty->data : nullptr;
+  port.dequantized_type = d.dequantized_type;
+  using kvq::kernels::kCompareCounts;
+  const std::int64_t S = s.scales_per_row();
+  const std::int64_t chunks = kvq::kernels::compare_chunks(d.rows);
+  DeviceBuffer counts(sizeof(unsigned long long) * kvq::kernels::compare_counters(d.rows), stream);
+  // The port keeps kvq's layout: kvq's quantize kernel compares as it goes (one read of x and of the
+  // port's outputs); else, or for a kernel that has no comparing form, it writes the expected codes
+  // and scales and the comparator reads both.
+  const bool kvq_layout = (!four_bit || port.codes_packed) && how.nibbles == kvq::kernels::NibbleOrder::low_first &&
+                          (S == 0 || how.scale_layout == kvq::kernels::ScaleLayout::row_major) && !ty;
+  bool fused = false;
+  if (kvq_layout)
+    device_ok(dev::quantize_compare(s, d.input, tx.data, c.g, tc.data, ts ? ts->data : nullptr,
+                                    counts.as<unsigned long long>(), &fused, stream),
+              "kvq's quantize kernel, comparing");
+  if (!fused) {
+    DeviceBuffer expected_codes(static_cast<std::size_t>(s.code_bytes()), stream),
+        expected_scales(static_cast<std::size_t>(s.scale_bytes()), stream);
+    device_ok(dev::quantize(s, d.input, tx.data, c.g, expected_codes.as<std::uint8_t>(), expected_scales.as<std::uint8_t>(),
+                            stream),
+              "kvq's quantize kernel");
+    device_ok(dev::compare_port(s, c.g, expected_codes.as<std::uint8_t>(), expected_scales.as<std::uint8_t>(), port,
+                                counts.as<unsigned long long>(), stream),
+              "the comparator");
+  }
+  unsigned long long totals[kCompareCounts];
+  device_ok(dev::download_on(totals, counts.p, sizeof totals, stream), "copying the counts back");
+  c.codes = d.rows * d.cols;
+  c.scales = d.rows * S;
+  c.dequantized_checked = ty ? d.rows * d.cols : 0;
+  c.code_mismatches = static_cast<std::int64_t>(totals[kvq::kernels::kCodeMismatches]);
+  c.scale_mismatches = static_cast<std::int64_t>(totals[kvq::kernels::kScaleMismatches]);
+  c.dequantized_mismatches = static_cast<std::int64_t>(totals[kvq::kernels::kDequantizedMismatches]);
+  std::vector<unsigned long long> per_chunk;  // only where there are records to find
+  if (show > 0 && (c.code_mismatches || c.scale_mismatches || c.dequantized_mismatches)) {
+    per_chunk.resize(static_cast<std::size_t>(kCompareCounts * chunks));
+    device_ok(dev::download_on(per_chunk.data(), counts.as<unsigned long long>() + kCompareCounts,
+                               per_chunk.size() * sizeof(unsigned long long), stream),
+              "copying the counts back");
+  }
+  auto count = [&](int kind, std::int64_t chunk) { return static_cast<std::int64_t>(per_chunk[kind * chunks + chunk]); };
+
+  // The records: the host comparison of the first differing chunks, until `show` of each kind.
+  const auto keep = static_cast<std::size_t>(show);
+  auto wanted = [&] {
+    return (c.first_codes.size() < keep && static_cast<std::int64_t>(c.first_codes.size()) < c.code_mismatches) ||
+           (c.first_scales.size() < keep && static_cast<std::int64_t>(c.first_scales.size()) < c.scale_mismatches) ||
+           (c.first_dequantized.size() < keep &&
+            static_cast<std::int64_t>(c.first_dequantized.size()) < c.dequantized_mismatches);
+  };
+  const std::int64_t code_row = sizes.code_bytes / d.rows, x_row = d.cols * kvq::kernels::bytes_of(d.input);
+  for (std::int64_t k = 0; k < chunks && wanted(); ++k) {
+    if (!count(kvq::kernels::kCodeMismatches, k) && !count(kvq::kernels::kScaleMismatches, k) &&
+        !count(kvq::kernels::kDequantizedMismatches, k))
+      continue;
+    const std::int64_t r0 = k * kvq::kernels::kCompareChunkRows, rows = std::min(kvq::kernels::kCompareChunkRows, d.rows - r0);
+    PortData part = d;
+    part.rows = rows;
+    part.x = fetch(tx.data + r0 * x_row, rows * x_row, stream);
+    part.codes = fetch(tc.data + r0 * code_row, rows * code_row, stream);
+    if (ts) {
+      const std::int64_t first = scale_layout_bytes(how.scale_layout, r0, S);
+      part.scales = fetch(ts->data + first, scale_layout_bytes(how.scale_layout, rows, S), stream);
+    }
+    if (ty) {
+      const int w = kvq::kernels::bytes_of(d.dequantized_type);
+      const Bytes raw = fetch(ty->data + r0 * d.cols * w, rows * d.cols * w, stream);
+      std::vector<float> v(static_cast<std::size_t>(rows * d.cols));
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = kvq::kernels::load_value(d.dequantized_type, raw.data(), i);
+      part.dequantized = std::move(v);
+    }
+    // The chunk is compared under the whole tensor's decode scale c.g: the port's global scale read
+    // as given, or the whole tensor's amax.
+    part.global_scale = d.global_scale ? GlobalScale{d.global_scale->value, d.global_scale->convention, false}
+                                       : GlobalScale{tensor_amax, ScaleConvention::amax, false};
+    const Comparison pc = compare(part, how, keep, false);
+    for (auto e : pc.first_codes)
+      if (c.first_codes.size() < keep) e.row += r0, c.first_codes.push_back(e);
+    for (auto e : pc.first_scales)
+      if (c.first_scales.size() < keep) e.row += r0, c.first_scales.push_back(e);
+    for (auto e : pc.first_dequantized)
+      if (c.first_dequantized.size() < keep) e.row += r0, c.first_dequantized.push_back(e);
+  }
+  return report_of(recipe, sizes, how, std::move(c),
+                   "  compared on cuda:" + std::to_string(device) +
+                       " (kvq's kernels; the error against the bound is reported for CPU tensors)\n");
+}
+
+// kvq's quantize kernel from a CUDA tensor into the caller's CUDA tensors (codes, scales: kvq's
+// layout, kernels/quantize_layout.hpp) on `stream`: the benchmark's yardstick (python/benchmarks).
+void quantize_on_device(const std::string& recipe, const Array& x, const Array& codes, std::optional<Array> scales,
+                        float global_scale, std::uintptr_t stream) {
+  check_device(x, "x");
+  if (!on_cuda(x)) type_error("x: a CUDA tensor");
+  const DeviceTensor tx = device_tensor(x, "x", x.device_id()), tc = device_tensor(codes, "codes", x.device_id());
+  std::optional<DeviceTensor> ts;
+  if (scales) ts = device_tensor(*scales, "scales", x.device_id());
+  const DType input = value_type(tx.meta, "x", std::nullopt);
+  const auto s = quantize_shape(recipe_arg(recipe).recipe, tx.meta.shape, std::nullopt, "x");
+  if (tc.meta.item() != 1 || tc.meta.count() != s.code_bytes()) value_error("codes: " + std::to_string(s.code_bytes()) + " bytes");
+  if (s.scale_bytes() && (!ts || ts->meta.item() != 1 || ts->meta.count() != s.scale_bytes()))
+    value_error("scales: " + std::to_string(s.scale_bytes()) + " bytes");
+  namespace dev = kvq::kernels::device;
+  device_ok(dev::select(x.device_id()), "selecting the device");
+  device_ok(dev::quantize(s, input, tx.data, global_scale, const_cast<std::uint8_t*>(tc.data),
+                          ts ? const_cast<std::uint8_t*>(ts->data) : nullptr, reinterpret_cast<void*>(stream)),
+            "kvq's quantize kernel");
+}
+
+Report verify(const std::string& recipe, const Array& x, const Array& codes, std::optional<Array> scales, nb::object global_scale,
+              const std::string& role, const std::string& convention, std::optional<Array> dequantized,
+              const std::string& nibble_order, const std::string& scale_layout, std::optional<int> block,
+              std::optional<std::string> x_dtype, int show, std::uintptr_t stream) {
+  if (show < 0) value_error("show: must be >= 0");
+  check_device(x, "x");
+  check_device(codes, "codes");
+  if (scales) check_device(*scales, "scales");
+  if (dequantized) check_device(*dequantized, "dequantized");
+  if (on_cuda(x) || on_cuda(codes) || (scales && on_cuda(*scales)) || (dequantized && on_cuda(*dequantized)))
+    return verify_on_device(recipe, x, codes, scales, global_scale, role, convention, dequantized, nibble_order, scale_layout,
+                            block, x_dtype, show, stream);
+  const PortArgs p = port_args(recipe, x, codes, scales, global_scale, role, convention, dequantized, nibble_order,
+                               scale_layout, block, x_dtype);
+  const kvq::ports::Comparison c = kvq::ports::compare(p.data, p.how, static_cast<std::size_t>(show), true);
+  return report_of(recipe, kvq::ports::summary_of(p.data), p.how, c);
 }
 
 struct Identification {
@@ -491,8 +777,9 @@ std::pair<std::string, std::string> npy_descr(nb::dlpack::dtype t, const std::st
 
 std::pair<std::string, std::string> tensor_type(const Array& a, const std::string& role) { return npy_descr(a.dtype(), role); }
 
-// kvq verify (or identify) on a manifest's text and its tensors by name: (exit status, report, error).
-std::tuple<int, std::string, std::string> port_call(bool verify, const std::string& what, const std::string& manifest,
+// kvq verify (or identify) on a manifest's text and its tensors by name: (exit status, report, error,
+// verify's first differences as records).
+std::tuple<int, std::string, std::string, std::vector<kvq::cli::DifferenceRecord>> port_call(bool verify, const std::string& what, const std::string& manifest,
                                                     const nb::dict& arrays, int show, int changes) {
   std::map<std::string, kvq::cli::NpyArray> memory;
   for (const auto& [key, value] : arrays) {
@@ -510,9 +797,11 @@ std::tuple<int, std::string, std::string> port_call(bool verify, const std::stri
   request.files.manifest_text = manifest;
   request.show = show;
   request.changes = changes;
+  std::vector<kvq::cli::DifferenceRecord> records;
+  request.records = &records;
   std::ostringstream out, err;
   const int status = verify ? kvq::cli::verify_port(request, out, err) : kvq::cli::identify_port(request, out, err);
-  return {status, out.str(), err.str()};
+  return {status, out.str(), err.str(), std::move(records)};
 }
 
 std::vector<std::string> names(const auto& list) {
@@ -532,6 +821,10 @@ NB_MODULE(_kvq, m) {
     for (const auto& r : kvq::kRecipes) out.emplace_back(r.name);
     return out;
   }, "The named scale recipes.");
+  m.def("cuda_available", [] {
+    std::string why;
+    return kvq::kernels::device::available(&why);
+  }, "Whether kvq.verify can compare CUDA tensors here: a build with kvq's CUDA kernels and a CUDA device.");
   m.def("encode", &encode, nb::arg("x"), nb::arg("format"), nb::arg("convention") = "ieee", nb::arg("rounding") = nb::none(),
         "Codes of x (float32/16, bfloat16 or float64 values) in `format` under a library's convention.");
   m.def("decode", &decode, nb::arg("codes"), nb::arg("format"), "Exact values (float64) of integer codes.");
@@ -564,7 +857,7 @@ NB_MODULE(_kvq, m) {
       .def_ro("global_scale_matches", &Report::global_scale_matches)
       .def_ro("differences", &Report::differences)
       .def("__bool__", [](const Report& r) { return r.exact; })
-      .def("__str__", [](const Report& r) { return r.text; })
+      .def("__str__", [](const Report& r) { return r.text(); })
       .def("__repr__", [](const Report& r) {
         return std::string("<kvq.Report ") + r.recipe + (r.exact ? " BIT-EXACT>" : " MISMATCH>");
       });
@@ -572,9 +865,11 @@ NB_MODULE(_kvq, m) {
         nb::arg("global_scale") = nb::none(), nb::arg("global_scale_role") = "input",
         nb::arg("global_scale_convention") = "decode", nb::arg("dequantized") = nb::none(),
         nb::arg("nibble_order") = "low_first", nb::arg("scale_layout") = "row_major", nb::arg("block") = nb::none(),
-        nb::arg("x_dtype") = nb::none(), nb::arg("show") = 8,
-        "A port's outputs against the recipe's model, bit for bit (kvq verify).");
+        nb::arg("x_dtype") = nb::none(), nb::arg("show") = 8, nb::arg("stream") = 0,
+        "A port's outputs against the recipe's model, bit for bit (kvq verify); CUDA tensors on their GPU.");
 
+  m.def("_quantize_on_device", &quantize_on_device, nb::arg("recipe"), nb::arg("x"), nb::arg("codes"), nb::arg("scales").none(),
+        nb::arg("global_scale"), nb::arg("stream"));
   m.def("_tensor_type", &tensor_type, nb::arg("tensor"), nb::arg("role"));
   m.def("_port_call", &port_call, nb::arg("verify"), nb::arg("what"), nb::arg("manifest"), nb::arg("arrays"),
         nb::arg("show"), nb::arg("changes"));

@@ -50,9 +50,12 @@ def test_pytorch_port_worked_example():
         kvq.testing.assert_matches("nvfp4", x, codes, scales, global_scale=g)
 
 
-def test_cuda_tensors_are_refused_with_the_argument_named():
+def test_cuda_tensors_without_kvqs_cuda_kernels_are_refused_naming_x():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    x = torch.zeros(2, 16, device="cuda")
-    with pytest.raises(TypeError, match="^x: a tensor on another device"):
-        kvq.quantize(x, "nvfp4")
+    if kvq.cuda_available():
+        pytest.skip("this kvq compares CUDA tensors (python/tests/test_cuda.py)")
+    x = torch.ones(2, 16, device="cuda")
+    q = kvq.quantize(x, "nvfp4")  # copied to the host
+    with pytest.raises(TypeError, match="^x: a CUDA tensor"):
+        kvq.verify("nvfp4", x, torch.from_numpy(q.codes).cuda(), torch.from_numpy(q.scales).cuda())
