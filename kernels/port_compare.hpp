@@ -89,16 +89,20 @@ struct CompareSink {
 namespace device {
 // kvq's quantize kernel for the recipe with CompareSink outputs: x read once and the port's codes
 // and scales (kvq's layout: packed low nibble first, row-major scales) read once, nothing written but
-// the counters (as compare_port's). *fused false, nothing launched: the recipe and input run another
-// kernel (the lane-split quantizers); use quantize and compare_port.
+// the counters (as compare_port's). Built for the fixed configurations from BF16/FP16 input; *fused
+// false, nothing launched, for the others (FP32 input, the engine variants' generic kernel, the
+// lane-split quantizers): use quantize and compare_port.
 Status quantize_compare(const QuantizeShape& s, DType input, const void* x, float g, const std::uint8_t* port_codes,
-                        const std::uint8_t* port_scales, unsigned long long* counts, bool* fused, void* stream);
-// counts: device memory of compare_counters(s.rows) counters, zeroed here: counts[k] = mismatches
+                        const std::uint8_t* port_scales, unsigned long long* counts, bool counts_zero, bool* fused,
+                        void* stream);
+// counts: device memory of compare_counters(s.rows) counters, zeroed here unless counts_zero says
+// they hold zeros already (both functions): counts[k] = mismatches
 // of kind k in all, counts[kCompareCounts + k * chunks + chunk] = those among rows [chunk *
 // kCompareChunkRows, ...). g: the tensor decode scale of the port's dequantize (the model's decode
 // of the port's codes).
 Status compare_port(const QuantizeShape& s, float g, const std::uint8_t* expected_codes,
-                    const std::uint8_t* expected_scales, const DevicePort& port, unsigned long long* counts, void* stream);
+                    const std::uint8_t* expected_scales, const DevicePort& port, unsigned long long* counts,
+                    bool counts_zero, void* stream);
 }  // namespace device
 
 }  // namespace kvq::kernels

@@ -78,6 +78,13 @@ __global__ void compare_kernel(QuantizeShape s, float g, const std::uint8_t* exp
   }
 }
 
+// The kernels built with comparing outputs: the fixed configurations from 16-bit input (the
+// engines' KV caches), not lane-split. The rest (FP32 input, the generic kernel of the engine
+// variants) run quantize + compare_port: one more instantiation of each would double the compile
+// time of this unit for inputs that are rarely that large.
+template <int C, DType T>
+constexpr bool kFusedOf = C != quantize_shared::kGeneric && T != DType::fp32 && !quantize_shared::kLaneSplitOf<C, T>;
+
 template <int C, DType T>
 __global__ void quantize_compare_kernel(QuantizeShape shape, const void* x, float g, CompareSink codes, CompareSink scales) {
   quantize_shared::quantize_body<C, T>(shape, x, g, codes, scales);
@@ -88,36 +95,43 @@ __global__ void quantize_compare_kernel(QuantizeShape shape, const void* x, floa
 namespace device {
 
 Status quantize_compare(const QuantizeShape& s, DType input, const void* x, float g, const std::uint8_t* port_codes,
-                        const std::uint8_t* port_scales, unsigned long long* counts, bool* fused, void* stream) {
+                        const std::uint8_t* port_scales, unsigned long long* counts, bool counts_zero, bool* fused,
+                        void* stream) {
   using namespace quantize_shared;
   *fused = false;
   if (auto e = validate(s); !e.ok()) return e;
   if (lane_split(s, input)) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   const std::int64_t chunks = compare_chunks(s.rows);
-  cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(unsigned long long) * compare_counters(s.rows), st);
+  cudaError_t e =
+      counts_zero ? cudaSuccess : cudaMemsetAsync(counts, 0, sizeof(unsigned long long) * compare_counters(s.rows), st);
   const std::int64_t work = s.recipe.scale == BlockScale::tensor_only ? s.rows * s.cols / kTensorSpanOf(input)
                                                                      : s.rows * (s.cols / s.block());
   *fused = true;
-  if (e != cudaSuccess || work == 0) return launch::status(e);
+  if (e != cudaSuccess || work == 0) return launch::status(e);  // nothing to compare: done
   const CompareSink codes{port_codes, 0, s.code_bytes_per_row(), chunks, kCodeMismatches, s.packed(), counts};
   const CompareSink scales{port_scales, 0, s.scales_per_row() ? s.scales_per_row() : 1, chunks, kScaleMismatches, false,
                            counts};
-  return launch::status(dispatch(s, input, [&]<int C, DType T>() {
-    if constexpr (kLaneSplitOf<C, T>) {
-      return cudaErrorInvalidValue;  // lane_split above
-    } else {
+  cudaError_t launched = cudaSuccess;
+  e = dispatch(s, input, [&]<int C, DType T>() {
+    if constexpr (kFusedOf<C, T>) {
       quantize_compare_kernel<C, T><<<launch::grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales);
-      return cudaGetLastError();
+      launched = cudaGetLastError();
+    } else {
+      *fused = false;  // no comparing form of this kernel: the caller quantizes and compares
     }
-  }));
+    return cudaSuccess;
+  });
+  return launch::status(e != cudaSuccess ? e : launched);
 }
 
 Status compare_port(const QuantizeShape& s, float g, const std::uint8_t* expected_codes,
-                    const std::uint8_t* expected_scales, const DevicePort& port, unsigned long long* counts, void* stream) {
+                    const std::uint8_t* expected_scales, const DevicePort& port, unsigned long long* counts,
+                    bool counts_zero, void* stream) {
   if (auto e = validate(s); !e.ok()) return e;
   const auto st = static_cast<cudaStream_t>(stream);
-  cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(unsigned long long) * compare_counters(s.rows), st);
+  cudaError_t e =
+      counts_zero ? cudaSuccess : cudaMemsetAsync(counts, 0, sizeof(unsigned long long) * compare_counters(s.rows), st);
   const std::int64_t units = s.rows * (s.cols / s.block());
   if (e == cudaSuccess && units > 0) {
     compare_kernel<<<launch::grid_for(units, 256), 256, 0, st>>>(s, g, expected_codes, expected_scales, port, counts);

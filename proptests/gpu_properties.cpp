@@ -96,12 +96,17 @@ Outcome device_vs_host(const RunContext& ctx, const ConversionCase& k) {
   const Format f = k.target();
   const Conversion c = k.conversion();
   constexpr std::uint32_t kChunk = 1u << 28;
-  // Two buffers: the device computes and copies back the next chunk while the host compares this one.
-  std::vector<std::uint16_t> buffers[2] = {std::vector<std::uint16_t>(kChunk), std::vector<std::uint16_t>(kChunk)};
+  // Two page-locked buffers: the device computes and copies back the next chunk while the host
+  // compares this one.
+  struct Pinned {
+    std::uint16_t* codes = gpu::pinned_codes(kChunk);
+    ~Pinned() { gpu::release_pinned(codes); }
+  } buffers[2];
+  if (!buffers[0].codes || !buffers[1].codes) throw std::runtime_error("no page-locked host memory for the sweep");
   const auto fetch = [&](std::uint64_t begin, int b) {
     return std::async(std::launch::async, [&, begin, b] {
       double ms = 0;
-      std::string error = gpu::device_codes(f, c, begin, kChunk, buffers[b].data(), &ms);
+      std::string error = gpu::device_codes(f, c, begin, kChunk, buffers[b].codes, &ms);
       return std::pair<std::string, double>{std::move(error), ms};
     });
   };
@@ -115,7 +120,7 @@ Outcome device_vs_host(const RunContext& ctx, const ConversionCase& k) {
     if (!error.empty()) throw std::runtime_error(error);
     device_ms += ms;
     if (begin + kChunk < (std::uint64_t{1} << 32)) pending = fetch(begin + kChunk, b ^ 1);
-    const std::vector<std::uint16_t>& codes = buffers[b];
+    const std::uint16_t* codes = buffers[b].codes;
     // Contiguous slices, a private tally each (merged after): no shared cache lines in the hot loop.
     std::vector<Tally> parts(threads);
     std::vector<std::thread> pool;
@@ -125,8 +130,7 @@ Outcome device_vs_host(const RunContext& ctx, const ConversionCase& k) {
         const std::uint64_t lo = std::uint64_t{kChunk} * t / threads, hi = std::uint64_t{kChunk} * (t + 1) / threads;
         for (std::uint64_t i = lo; i < hi; ++i) {
           const auto bits = static_cast<std::uint32_t>(begin + i);
-          const std::uint32_t rbits = k.rounding == Rounding::stochastic ? mix32(bits) : 0;
-          const std::uint64_t host = encode(f, c, unpack(kFP32, bits), rbits);
+          const std::uint64_t host = encode(f, c, unpack(kFP32, bits), mix32(bits));
           if (host == codes[i]) {
             local.pass();
           } else {

@@ -330,6 +330,12 @@ SweepResult sweep_div_full(const std::uint8_t* table, std::size_t table_bytes) {
   return sweep_with_table("div.full sweep", table, table_bytes, div_full_sweep_kernel);
 }
 
+std::uint16_t* pinned_codes(std::size_t count) {
+  void* p = nullptr;
+  return cudaMallocHost(&p, sizeof(std::uint16_t) * count) == cudaSuccess ? static_cast<std::uint16_t*>(p) : nullptr;
+}
+void release_pinned(std::uint16_t* codes) { cudaFreeHost(codes); }
+
 std::string device_codes(Format f, const Conversion& c, std::uint64_t begin, std::uint32_t count,
                          std::uint16_t* codes, double* milliseconds) {
   std::uint16_t* out = nullptr;

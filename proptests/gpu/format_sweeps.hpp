@@ -56,6 +56,11 @@ SweepResult sweep_fast_path(int which);
 SweepResult sweep_runs(Format f, const Conversion& c, const std::uint32_t* starts, const std::uint16_t* codes,
                        std::uint32_t runs, const std::uint32_t* tile_first, int tile_bits);
 
+// Page-locked host memory for `count` codes (device_codes copies into it at the bus's speed; into
+// pageable memory the driver stages the copy, several seconds a sweep), or nullptr; and its release.
+std::uint16_t* pinned_codes(std::size_t count);
+void release_pinned(std::uint16_t* codes);
+
 // The device-compiled codec over inputs [begin, begin + count) into codes (host memory).
 // random_bits for stochastic rounding are kvq::props::mix32(input) on both sides.
 std::string device_codes(Format f, const Conversion& c, std::uint64_t begin, std::uint32_t count,

@@ -8,7 +8,8 @@ def stream_handle(x, stream):
     if stream is None:
         if getattr(x, "is_cuda", False) and type(x).__module__.startswith("torch"):
             import torch
-            return torch.cuda.current_stream(x.device).cuda_stream
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the handle without a Stream object
+            return raw(x.device.index) if raw else torch.cuda.current_stream(x.device).cuda_stream
         if type(x).__module__.startswith("cupy"):
             import cupy
             return cupy.cuda.get_current_stream().ptr

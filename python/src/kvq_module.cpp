@@ -535,6 +535,28 @@ struct DeviceBuffer {
   T* as() const { return static_cast<T*>(p); }
 };
 
+// The comparison's counters on each device, kept between calls and known to hold zeros after a call
+// that found no difference (calls hold the GIL and each synchronises its stream before it returns):
+// a call then launches the comparing kernel alone, no memset and no allocation.
+struct DeviceCounters {
+  void* p = nullptr;
+  std::int64_t count = 0;
+  bool zero = false;
+};
+DeviceCounters& device_counters(int device, std::int64_t count) {
+  static std::map<int, DeviceCounters> by_device;
+  DeviceCounters& c = by_device[device];
+  if (c.count < count) {
+    kvq::kernels::device::release(c.p);
+    c = DeviceCounters{};
+    const std::int64_t want = std::max<std::int64_t>(count, 4096);
+    if (auto e = kvq::kernels::device::allocate(&c.p, sizeof(unsigned long long) * static_cast<std::size_t>(want)); !e.ok())
+      value_error("kvq.verify: device memory: " + e.message());
+    c.count = want;
+  }
+  return c;
+}
+
 void device_ok(const kvq::Status& e, const char* what) {
   if (!e.ok()) value_error(std::string("kvq.verify on the GPU: ") + what + ": " + e.message());
 }
@@ -605,7 +627,10 @@ Report verify_on_device(const std::string& recipe, const Array& x, const Array& 
   using kvq::kernels::kCompareCounts;
   const std::int64_t S = s.scales_per_row();
   const std::int64_t chunks = kvq::kernels::compare_chunks(d.rows);
-  DeviceBuffer counts(sizeof(unsigned long long) * kvq::kernels::compare_counters(d.rows), stream);
+  DeviceCounters& counters = device_counters(device, kvq::kernels::compare_counters(d.rows));
+  const bool counts_zero = counters.zero;
+  counters.zero = false;  // until this call has read zeros back
+  auto* counts = static_cast<unsigned long long*>(counters.p);
   // The port keeps kvq's layout: kvq's quantize kernel compares as it goes (one read of x and of the
   // port's outputs); else, or for a kernel that has no comparing form, it writes the expected codes
   // and scales and the comparator reads both.
@@ -613,8 +638,8 @@ Report verify_on_device(const std::string& recipe, const Array& x, const Array& 
                           (S == 0 || how.scale_layout == kvq::kernels::ScaleLayout::row_major) && !ty;
   bool fused = false;
   if (kvq_layout)
-    device_ok(dev::quantize_compare(s, d.input, tx.data, c.g, tc.data, ts ? ts->data : nullptr,
-                                    counts.as<unsigned long long>(), &fused, stream),
+    device_ok(dev::quantize_compare(s, d.input, tx.data, c.g, tc.data, ts ? ts->data : nullptr, counts, counts_zero,
+                                    &fused, stream),
               "kvq's quantize kernel, comparing");
   if (!fused) {
     DeviceBuffer expected_codes(static_cast<std::size_t>(s.code_bytes()), stream),
@@ -623,21 +648,23 @@ Report verify_on_device(const std::string& recipe, const Array& x, const Array& 
                             stream),
               "kvq's quantize kernel");
     device_ok(dev::compare_port(s, c.g, expected_codes.as<std::uint8_t>(), expected_scales.as<std::uint8_t>(), port,
-                                counts.as<unsigned long long>(), stream),
+                                counts, counts_zero, stream),
               "the comparator");
   }
   unsigned long long totals[kCompareCounts];
-  device_ok(dev::download_on(totals, counts.p, sizeof totals, stream), "copying the counts back");
+  device_ok(dev::download_on(totals, counts, sizeof totals, stream), "copying the counts back");
   c.codes = d.rows * d.cols;
   c.scales = d.rows * S;
   c.dequantized_checked = ty ? d.rows * d.cols : 0;
   c.code_mismatches = static_cast<std::int64_t>(totals[kvq::kernels::kCodeMismatches]);
   c.scale_mismatches = static_cast<std::int64_t>(totals[kvq::kernels::kScaleMismatches]);
   c.dequantized_mismatches = static_cast<std::int64_t>(totals[kvq::kernels::kDequantizedMismatches]);
+  // No difference: no counter was touched, all still hold zeros for the next call.
+  counters.zero = !c.code_mismatches && !c.scale_mismatches && !c.dequantized_mismatches;
   std::vector<unsigned long long> per_chunk;  // only where there are records to find
   if (show > 0 && (c.code_mismatches || c.scale_mismatches || c.dequantized_mismatches)) {
     per_chunk.resize(static_cast<std::size_t>(kCompareCounts * chunks));
-    device_ok(dev::download_on(per_chunk.data(), counts.as<unsigned long long>() + kCompareCounts,
+    device_ok(dev::download_on(per_chunk.data(), counts + kCompareCounts,
                                per_chunk.size() * sizeof(unsigned long long), stream),
               "copying the counts back");
   }

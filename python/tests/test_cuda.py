@@ -81,9 +81,11 @@ def test_many_differences_keep_the_first():
     same_verdict(report, kvq.verify("nvfp4", x, codes, scales, show=5))
 
 
-# Kernels of every kind: per-tensor spans, fixed and generic blocks, the lane-split quantizers
-# (mxfp4-floor from FP32, mla-fp8-tile128), which compare in a second pass.
-@pytest.mark.parametrize("recipe,dtype", [("fp8-e4m3-tensor", torch.float32), ("mxfp4-rceil", torch.float16),
+# Kernels of every kind: per-tensor spans, fixed and generic blocks, 16-bit input (compared as the
+# kernel quantizes) and FP32, the generic kernel and the lane-split quantizers (mxfp4-floor from FP32,
+# mla-fp8-tile128), which compare in a second pass.
+@pytest.mark.parametrize("recipe,dtype", [("fp8-e4m3-tensor", torch.float32), ("fp8-e4m3-tensor", torch.bfloat16),
+                                          ("mxfp4-rceil", torch.float16),
                                           ("mxfp8-e4m3-even", torch.bfloat16), ("nvfp4-torchao", torch.float32),
                                           ("mxfp4-floor", torch.float32), ("mla-fp8-tile128", torch.bfloat16),
                                           ("nvfp4", torch.float16)])
@@ -176,3 +178,21 @@ def test_assert_matches_and_identify_with_cuda_tensors():
     with pytest.raises(AssertionError, match="follows mxfp4-floor"):
         kvq.testing.assert_matches("mxfp4-ceil", xg, cg, sg)
     assert "mxfp4-floor" in kvq.identify(xg, cg, sg).exact[0]
+
+
+def test_each_call_counts_afresh():
+    """The device counters are reused between calls: a call after a mismatch (or after an error)
+    starts from zero, and a mismatch is counted once, not added to the last call's."""
+    x = tensors(rows=512, seed=9)
+    codes, scales, g = port_of(x, "nvfp4")
+    wrong = codes.clone()
+    wrong[100, 3] ^= 0x10
+    xg, cg, sg, wg = on_gpu(x, codes, scales, wrong)
+    for _ in range(2):
+        assert kvq.verify("nvfp4", xg, wg, sg).code_mismatches == 1
+        assert kvq.verify("nvfp4", xg, cg, sg).exact
+    with pytest.raises(ValueError):
+        kvq.verify("nvfp4", xg, wg[:8], sg)
+    assert kvq.verify("nvfp4", xg, cg, sg).exact
+    assert kvq.verify("nvfp4", xg, wg, sg, show=0).code_mismatches == 1
+    assert kvq.verify("nvfp4", xg, cg, sg).exact
