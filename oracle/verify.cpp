@@ -171,12 +171,6 @@ StoredScale stored_scale(const Recipe& r, ScaleConvention c, float amax) {
 }
 }  // namespace
 
-float model_tensor_scale(const PortData& d, const Interpretation& how) {
-  if (d.global_scale && !d.global_scale->is_output)
-    return param_from(how.recipe, read_convention(*d.global_scale, how), d.global_scale->value);
-  return tensor_scale(how.recipe, d.amax());
-}
-
 void compare_global_scale(const std::optional<GlobalScale>& gs, const Interpretation& how,
                           const std::function<float()>& amax, Comparison* c) {
   const Recipe& r = how.recipe;
@@ -217,7 +211,7 @@ Comparison compare(const PortData& d, const Interpretation& how, std::size_t kee
         bmax = a > bmax ? a : bmax;
       }
       const std::uint8_t want_scale = quantize_block(r, c.g, values, n, expected);
-      const std::uint8_t got_scale = blocked ? d.scales[scale_index(how.scale_layout, d.rows, d.cols / n, row, b)] : 0;
+      const std::uint8_t got_scale = blocked ? d.scales[scale_index(how.scale_layout, d.cols / n, row, b)] : 0;
       if (blocked && scope.scales) {
         ++c.scales;
         if (want_scale != got_scale) {

@@ -18,6 +18,7 @@ using kernels::DType;
 
 using kernels::NibbleOrder;  // kernels/port_layout.hpp: one source for the host and device comparisons
 using kernels::ScaleLayout;
+using kernels::scale_index;
 using kernels::scale_layout_bytes;
 // The stored global scale is g, 1/g, or amax itself (the four-over-six package stores amax and
 // derives its scales from it: formats/recipes.hpp tensor_param_is_amax).
@@ -55,11 +56,7 @@ struct Interpretation {
   bool scale_convention_flipped = false;  // read the port's global scale in the other convention
 };
 
-// The index of the scale of (row, block) among rows x per_row scales (kernels/port_layout.hpp).
-inline std::int64_t scale_index(ScaleLayout l, std::int64_t /*rows*/, std::int64_t per_row, std::int64_t row,
-                                std::int64_t block) {
-  return kernels::scale_index(l, per_row, row, block);
-}
+// The layout's name, as a manifest and the Python package write it.
 const char* name_of(ScaleLayout l);
 
 // The non-negative finite element values of a recipe, ascending.
@@ -83,9 +80,6 @@ Status check_layout(const PortSummary& d, const Interpretation& how);
 inline Status check_layout(const PortData& d, const Interpretation& how) { return check_layout(summary_of(d), how); }
 // The element code of element i (row-major), from packed or one-a-byte codes.
 std::uint8_t port_code(const PortData& d, const Recipe& r, NibbleOrder order, std::int64_t i);
-// The tensor decode scale the model uses: the port's global scale read in its convention, else
-// tensor_scale(r, amax).
-float model_tensor_scale(const PortData& d, const Interpretation& how);
 
 struct CodeDifference {
   std::int64_t row = 0, col = 0;

@@ -271,7 +271,7 @@ TEST_CASE("ports-cli: block scales in the 128x4 swizzle are read by the manifest
   REQUIRE(swizzled.size() == 512);  // 8 rows padded to 128, 4 scale columns
   for (int row = 0; row < 8; ++row)
     for (int b = 0; b < 4; ++b)
-      swizzled[kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 8, 4, row, b)] = scales.bytes[row * 4 + b];
+      swizzled[kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 4, row, b)] = scales.bytes[row * 4 + b];
   REQUIRE(kvq::cli::write_npy((dir / "out" / "scales.npy").string(), NpyArray{"|u1", {128, 4}, swizzled}).empty());
   const Run id = run(kvq::cli::identify_command, dirs(dir));
   CHECK(id.status == 0);
@@ -285,10 +285,10 @@ TEST_CASE("ports-cli: block scales in the 128x4 swizzle are read by the manifest
   CHECK(r.status == 0);
   CHECK(r.out.find("block 16, scales swizzle_128x4") != std::string::npos);
   // The FlashInfer formula at a few points (docs/ports.md, swizzle_128x4): (m, k) -> offset.
-  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 0, 0) == 0);
-  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 1, 0) == 16);
-  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 32, 1) == 5);
-  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 0, 4) == 512);
-  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 256, 8, 128, 0) == 1024);
-  CHECK(kvq::ports::scale_index(ScaleLayout::token_group4, 8, 4, 5, 2) == 4 * 4 + 4 * 2 + 1);
+  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 8, 0, 0) == 0);
+  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 8, 1, 0) == 16);
+  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 8, 32, 1) == 5);
+  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 8, 0, 4) == 512);
+  CHECK(kvq::ports::scale_index(ScaleLayout::swizzle_128x4, 8, 128, 0) == 1024);
+  CHECK(kvq::ports::scale_index(ScaleLayout::token_group4, 4, 5, 2) == 4 * 4 + 4 * 2 + 1);
 }
