@@ -794,7 +794,9 @@ std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* rec
   d.codes = std::move(t.array.bytes);
   if (const Json* s = tensors->get("block_scales")) {
     if (auto e = read_tensor(files, files.outputs, "block_scales", *s, &t); !e.empty()) return e;
-    if (auto e = bytes_of(t, "block_scales", &d.scales); !e.empty()) return e;
+    std::vector<std::uint8_t> scales;
+    if (auto e = bytes_of(t, "block_scales", &scales); !e.empty()) return e;
+    d.scales = std::move(scales);
     d.has_scales = true;
   }
   if (const Json* s = tensors->get("global_scale")) {
@@ -825,9 +827,7 @@ std::string load_port(const PortFiles& files, LoadedPort* out, const Recipe* rec
     if (auto e = read_tensor(files, files.outputs, "dequantized", *s, &t); !e.empty()) return e;
     DType type;
     if (auto e = value_type(t, "dequantized", &type); !e.empty()) return e;
-    std::vector<float> values(static_cast<std::size_t>(t.array.count()));
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = kernels::load_value(type, t.array.bytes.data(), i);
-    d.dequantized = std::move(values);
+    d.dequantized = std::move(t.array.bytes);  // little-endian values of `type` (value_type read the descr)
     d.dequantized_type = type;
   }
   if (const Json* layout = m.get("layout")) {

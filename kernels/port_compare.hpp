@@ -28,7 +28,41 @@ struct DevicePort {
 inline constexpr std::int64_t kCompareChunkRows = 256;
 enum CompareCount : int { kCodeMismatches, kScaleMismatches, kDequantizedMismatches, kCompareCounts };
 KVQ_HD constexpr std::int64_t compare_chunks(std::int64_t rows) { return (rows + kCompareChunkRows - 1) / kCompareChunkRows; }
-KVQ_HD constexpr std::int64_t compare_counters(std::int64_t rows) { return kCompareCounts * (1 + compare_chunks(rows)); }
+// The counters of a comparison, in device memory: counts[k], the mismatches of kind k in all;
+// counts[kCompareTicket], the thread blocks that have finished (back at zero after a launch); then
+// counts[chunk_counter(k, chunk, chunks)], those of kind k among rows [chunk * kCompareChunkRows, ...).
+inline constexpr int kCompareTicket = kCompareCounts;
+KVQ_HD constexpr std::int64_t chunk_counter(int kind, std::int64_t chunk, std::int64_t chunks) {
+  return kCompareTicket + 1 + kind * chunks + chunk;
+}
+KVQ_HD constexpr std::int64_t compare_counters(std::int64_t rows) { return chunk_counter(kCompareCounts, 0, compare_chunks(rows)); }
+
+// Where a comparing kernel counts. counts: compare_counters(rows) counters in device memory, zeroed
+// before the launch unless `zero` says they hold zeros already. totals: the device's view of
+// kCompareCounts counters in host memory mapped into its address space (device::allocate_mapped),
+// where the last thread block to finish copies counts[0, kCompareCounts): the host reads them once
+// the stream is done, with no copy queued after the kernel (docs/performance.md "Python: kvq.verify
+// on CUDA tensors").
+struct CompareCounters {
+  unsigned long long* counts = nullptr;
+  bool zero = false;
+  unsigned long long* totals = nullptr;
+};
+
+#if defined(__CUDACC__)
+// The end of a comparing kernel, reached by every thread of every block: the last block to finish
+// (each block takes a ticket once its threads' counts are visible device-wide) copies the totals to
+// the mapped host counters and sets the ticket back to zero for the next launch.
+__device__ inline void publish_totals(const CompareCounters& c) {
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  if (atomicAdd(c.counts + kCompareTicket, 1ull) != gridDim.x - 1ull) return;
+  __threadfence();
+  for (int k = 0; k < kCompareCounts; ++k) c.totals[k] = atomicAdd(c.counts + k, 0ull);
+  c.counts[kCompareTicket] = 0;
+}
+#endif
 
 // What the quantize kernels' body would store, compared with the port's bytes at the same place
 // (kvq's layout) and each differing element or scale counted as compare_port counts it: the fused
@@ -78,7 +112,7 @@ struct CompareSink {
       const unsigned long long n = nibbles ? ((d & 0x0Fu) != 0) + ((d & 0xF0u) != 0) : 1;
       const std::int64_t chunk = (at + i) / bytes_per_row / kCompareChunkRows;
       atomicAdd(counts + kind, n);
-      atomicAdd(counts + kCompareCounts + kind * chunks + chunk, n);
+      atomicAdd(counts + chunk_counter(kind, chunk, chunks), n);
     }
 #else
     (void)at, (void)diff, (void)bytes;
@@ -93,16 +127,14 @@ namespace device {
 // false, nothing launched, for the others (FP32 input, the engine variants' generic kernel, the
 // lane-split quantizers): use quantize and compare_port.
 Status quantize_compare(const QuantizeShape& s, DType input, const void* x, float g, const std::uint8_t* port_codes,
-                        const std::uint8_t* port_scales, unsigned long long* counts, bool counts_zero, bool* fused,
-                        void* stream);
-// counts: device memory of compare_counters(s.rows) counters, zeroed here unless counts_zero says
-// they hold zeros already (both functions): counts[k] = mismatches
-// of kind k in all, counts[kCompareCounts + k * chunks + chunk] = those among rows [chunk *
-// kCompareChunkRows, ...). g: the tensor decode scale of the port's dequantize (the model's decode
-// of the port's codes).
+                        const std::uint8_t* port_scales, const CompareCounters& counters, bool* fused, void* stream);
+// The port's outputs against kvq's expected codes and scales, counted in `counters` as
+// quantize_compare counts. g: the tensor decode scale of the port's dequantize (the model's decode
+// of the port's codes). Both functions set counters.totals to zeros before the launch (a shape
+// with nothing to compare launches nothing).
 Status compare_port(const QuantizeShape& s, float g, const std::uint8_t* expected_codes,
-                    const std::uint8_t* expected_scales, const DevicePort& port, unsigned long long* counts,
-                    bool counts_zero, void* stream);
+                    const std::uint8_t* expected_scales, const DevicePort& port, const CompareCounters& counters,
+                    void* stream);
 }  // namespace device
 
 }  // namespace kvq::kernels

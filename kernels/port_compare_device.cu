@@ -40,7 +40,8 @@ __device__ int code_mismatches(const QuantizeShape& s, const std::uint8_t* expec
 }
 
 __global__ void compare_kernel(QuantizeShape s, float g, const std::uint8_t* expected_codes,
-                               const std::uint8_t* expected_scales, DevicePort p, unsigned long long* counts) {
+                               const std::uint8_t* expected_scales, DevicePort p, CompareCounters counters) {
+  unsigned long long* counts = counters.counts;
   const int n = s.block();
   const std::int64_t per_row = s.cols / n, units = s.rows * per_row, chunks = compare_chunks(s.rows);
   const std::int64_t S = s.scales_per_row();
@@ -72,10 +73,11 @@ __global__ void compare_kernel(QuantizeShape s, float g, const std::uint8_t* exp
       for (int kind = 0; kind < kCompareCounts; ++kind) {
         if (!found[kind]) continue;
         atomicAdd(counts + kind, static_cast<unsigned long long>(found[kind]));
-        atomicAdd(counts + kCompareCounts + kind * chunks + chunk, static_cast<unsigned long long>(found[kind]));
+        atomicAdd(counts + chunk_counter(kind, chunk, chunks), static_cast<unsigned long long>(found[kind]));
       }
     }
   }
+  publish_totals(counters);
 }
 
 // The kernels built with comparing outputs: the fixed configurations from 16-bit input (the
@@ -86,8 +88,15 @@ template <int C, DType T>
 constexpr bool kFusedOf = C != quantize_shared::kGeneric && T != DType::fp32 && !quantize_shared::kLaneSplitOf<C, T>;
 
 template <int C, DType T>
-__global__ void quantize_compare_kernel(QuantizeShape shape, const void* x, float g, CompareSink codes, CompareSink scales) {
+__global__ void quantize_compare_kernel(QuantizeShape shape, const void* x, float g, CompareSink codes, CompareSink scales,
+                                        CompareCounters counters) {
   quantize_shared::quantize_body<C, T>(shape, x, g, codes, scales);
+  publish_totals(counters);
+}
+
+// The counters zeroed unless they hold zeros.
+cudaError_t start_counting(const CompareCounters& c, std::int64_t rows, cudaStream_t st) {
+  return c.zero ? cudaSuccess : cudaMemsetAsync(c.counts, 0, sizeof(unsigned long long) * compare_counters(rows), st);
 }
 
 }  // namespace
@@ -95,27 +104,26 @@ __global__ void quantize_compare_kernel(QuantizeShape shape, const void* x, floa
 namespace device {
 
 Status quantize_compare(const QuantizeShape& s, DType input, const void* x, float g, const std::uint8_t* port_codes,
-                        const std::uint8_t* port_scales, unsigned long long* counts, bool counts_zero, bool* fused,
-                        void* stream) {
+                        const std::uint8_t* port_scales, const CompareCounters& counters, bool* fused, void* stream) {
   using namespace quantize_shared;
   *fused = false;
   if (auto e = validate(s); !e.ok()) return e;
   if (lane_split(s, input)) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   const std::int64_t chunks = compare_chunks(s.rows);
-  cudaError_t e =
-      counts_zero ? cudaSuccess : cudaMemsetAsync(counts, 0, sizeof(unsigned long long) * compare_counters(s.rows), st);
+  cudaError_t e = start_counting(counters, s.rows, st);
   const std::int64_t work = s.recipe.scale == BlockScale::tensor_only ? s.rows * s.cols / kTensorSpanOf(input)
                                                                      : s.rows * (s.cols / s.block());
   *fused = true;
   if (e != cudaSuccess || work == 0) return launch::status(e);  // nothing to compare: done
-  const CompareSink codes{port_codes, 0, s.code_bytes_per_row(), chunks, kCodeMismatches, s.packed(), counts};
+  const CompareSink codes{port_codes, 0, s.code_bytes_per_row(), chunks, kCodeMismatches, s.packed(), counters.counts};
   const CompareSink scales{port_scales, 0, s.scales_per_row() ? s.scales_per_row() : 1, chunks, kScaleMismatches, false,
-                           counts};
+                           counters.counts};
   cudaError_t launched = cudaSuccess;
   e = dispatch(s, input, [&]<int C, DType T>() {
     if constexpr (kFusedOf<C, T>) {
-      quantize_compare_kernel<C, T><<<launch::grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales);
+      quantize_compare_kernel<C, T><<<launch::grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales,
+                                                                                            counters);
       launched = cudaGetLastError();
     } else {
       *fused = false;  // no comparing form of this kernel: the caller quantizes and compares
@@ -126,15 +134,14 @@ Status quantize_compare(const QuantizeShape& s, DType input, const void* x, floa
 }
 
 Status compare_port(const QuantizeShape& s, float g, const std::uint8_t* expected_codes,
-                    const std::uint8_t* expected_scales, const DevicePort& port, unsigned long long* counts,
-                    bool counts_zero, void* stream) {
+                    const std::uint8_t* expected_scales, const DevicePort& port, const CompareCounters& counters,
+                    void* stream) {
   if (auto e = validate(s); !e.ok()) return e;
   const auto st = static_cast<cudaStream_t>(stream);
-  cudaError_t e =
-      counts_zero ? cudaSuccess : cudaMemsetAsync(counts, 0, sizeof(unsigned long long) * compare_counters(s.rows), st);
+  cudaError_t e = start_counting(counters, s.rows, st);
   const std::int64_t units = s.rows * (s.cols / s.block());
   if (e == cudaSuccess && units > 0) {
-    compare_kernel<<<launch::grid_for(units, 256), 256, 0, st>>>(s, g, expected_codes, expected_scales, port, counts);
+    compare_kernel<<<launch::grid_for(units, 256), 256, 0, st>>>(s, g, expected_codes, expected_scales, port, counters);
     e = cudaGetLastError();
   }
   return launch::status(e);

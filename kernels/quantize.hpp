@@ -52,6 +52,11 @@ Status select(int ordinal);
 Status allocate_on(void** p, std::size_t bytes, void* stream);
 void release_on(void* p, void* stream);
 Status download_on(void* host_dst, const void* device_src, std::size_t bytes, void* stream);
+// Page-locked host memory mapped into the devices' address space: kernels write *device_view, the
+// host reads *host once the stream is done (wait_for: returns when the stream has done its work).
+Status allocate_mapped(void** host, void** device_view, std::size_t bytes);
+void release_mapped(void* host);
+Status wait_for(void* stream);
 }  // namespace device
 
 }  // namespace kvq::kernels

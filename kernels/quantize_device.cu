@@ -318,5 +318,13 @@ Status download_on(void* dst, const void* src, std::size_t bytes, void* stream) 
   return status(e == cudaSuccess ? cudaStreamSynchronize(st) : e);
 }
 
+Status allocate_mapped(void** host, void** device_view, std::size_t bytes) {
+  cudaError_t e = cudaHostAlloc(host, bytes ? bytes : 1, cudaHostAllocMapped | cudaHostAllocPortable);
+  if (e == cudaSuccess) e = cudaHostGetDevicePointer(device_view, *host, 0);
+  return status(e);
+}
+void release_mapped(void* host) { cudaFreeHost(host); }
+Status wait_for(void* stream) { return status(cudaStreamSynchronize(static_cast<cudaStream_t>(stream))); }
+
 }  // namespace device
 }  // namespace kvq::kernels

@@ -36,13 +36,16 @@ Status select(int) { return kNoCuda; }
 Status allocate_on(void**, std::size_t, void*) { return kNoCuda; }
 void release_on(void*, void*) {}
 Status download_on(void*, const void*, std::size_t, void*) { return kNoCuda; }
+Status allocate_mapped(void**, void**, std::size_t) { return kNoCuda; }
+void release_mapped(void*) {}
+Status wait_for(void*) { return kNoCuda; }
 Status quantize_compare(const QuantizeShape&, DType, const void*, float, const std::uint8_t*, const std::uint8_t*,
-                        unsigned long long*, bool, bool* fused, void*) {
+                        const CompareCounters&, bool* fused, void*) {
   *fused = false;
   return kNoCuda;
 }
 Status compare_port(const QuantizeShape&, float, const std::uint8_t*, const std::uint8_t*, const DevicePort&,
-                    unsigned long long*, bool, void*) {
+                    const CompareCounters&, void*) {
   return kNoCuda;
 }
 

@@ -105,7 +105,7 @@ const char* name_of(ScaleLayout l) {
 PortSummary summary_of(const PortData& d) {
   PortSummary s{d.rows, d.cols, d.input, static_cast<std::int64_t>(d.codes.size()),
                 static_cast<std::int64_t>(d.scales.size()), d.has_scales, std::nullopt, d.global_scale};
-  if (d.dequantized) s.dequantized = static_cast<std::int64_t>(d.dequantized->size());
+  if (d.dequantized) s.dequantized = d.dequantized_count();
   return s;
 }
 
@@ -234,7 +234,7 @@ Comparison compare(const PortData& d, const Interpretation& how, std::size_t kee
         }
         if (d.dequantized) {
           ++c.dequantized_checked;
-          const float port = (*d.dequantized)[k];
+          const float port = d.dequantized_value(k);
           if (!kernels::dequantized_matches(port, got_in_port_dtype)) {
             ++c.dequantized_mismatches;
             if (c.first_dequantized.size() < keep)

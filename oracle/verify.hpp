@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,22 +31,52 @@ struct GlobalScale {
   bool is_output = false;  // written by the port (checked) or given to it (used as is)
 };
 
+// The bytes of one of a port's tensors: bytes it owns (read from a file, built by a test), or a view
+// of memory that the caller keeps alive while the port's data is in use (a CPU tensor from Python,
+// read in place: docs/python.md), aligned for its elements. Copies share the bytes; nothing writes them.
+class PortBytes {
+ public:
+  PortBytes() = default;
+  PortBytes(std::vector<std::uint8_t> owned)  // NOLINT: implicit, a file's bytes become the port's
+      : owned_(std::make_shared<const std::vector<std::uint8_t>>(std::move(owned))),
+        data_(owned_->data()),
+        size_(owned_->size()) {}
+  static PortBytes view(const std::uint8_t* data, std::size_t size) {
+    PortBytes b;
+    b.data_ = data, b.size_ = size;
+    return b;
+  }
+  const std::uint8_t* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  std::uint8_t operator[](std::size_t i) const { return data_[i]; }
+
+ private:
+  std::shared_ptr<const std::vector<std::uint8_t>> owned_;
+  const std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
 struct PortData {
   std::int64_t rows = 0, cols = 0;  // x is [rows, cols], cols = head_dim (the last dimension)
   DType input = DType::fp32;
-  std::vector<std::uint8_t> x;      // raw input values
-  std::vector<std::uint8_t> codes;  // raw code bytes: packed (two 4-bit codes a byte) or one a byte
-  std::vector<std::uint8_t> scales;  // one byte per block, row-major; empty for per-tensor recipes
+  PortBytes x;       // raw input values
+  PortBytes codes;   // raw code bytes: packed (two 4-bit codes a byte) or one a byte
+  PortBytes scales;  // one byte per block, in scale_layout; empty for per-tensor recipes
   bool has_scales = false;
   std::optional<GlobalScale> global_scale;
-  std::optional<std::vector<float>> dequantized;  // the port's dequantize of its own codes, FP32
-  DType dequantized_type = DType::fp32;           // the dtype the port wrote them in
+  std::optional<PortBytes> dequantized;  // the port's dequantize of its own codes, raw values in:
+  DType dequantized_type = DType::fp32;  // the dtype the port wrote them in
   NibbleOrder nibbles = NibbleOrder::low_first;
   ScaleLayout scale_layout = ScaleLayout::row_major;
   int block = 0;  // from the manifest; 0: the recipe's
 
   float input_value(std::int64_t i) const { return kernels::load_value(input, x.data(), i); }
   float amax() const { return kernels::amax_cpu(input, x.data(), rows * cols); }
+  std::int64_t dequantized_count() const {
+    return dequantized ? static_cast<std::int64_t>(dequantized->size()) / kernels::bytes_of(dequantized_type) : 0;
+  }
+  float dequantized_value(std::int64_t i) const { return kernels::load_value(dequantized_type, dequantized->data(), i); }
 };
 
 // How the model reads the port's data: the recipe (its block possibly changed) and the layout.

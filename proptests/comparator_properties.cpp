@@ -78,11 +78,11 @@ Outcome flat_planted(const RunContext& ctx, const Recipe& recipe, const ports::C
     d.rows = rows, d.cols = cols, d.input = kernels::DType::fp32;
     d.x = random_values(rows * cols, seed);
     const kernels::QuantizeShape s{recipe, rows, cols};
-    d.codes.resize(static_cast<std::size_t>(s.code_bytes()));
-    d.scales.resize(static_cast<std::size_t>(s.scale_bytes()));
+    std::vector<std::uint8_t> port_codes(static_cast<std::size_t>(s.code_bytes())),
+        port_scales(static_cast<std::size_t>(s.scale_bytes()));
     d.has_scales = blocked;
     const float g = tensor_scale(recipe, d.amax());
-    RC_ASSERT(kernels::quantize_cpu(s, d.input, d.x.data(), g, d.codes.data(), d.scales.data()).ok());
+    RC_ASSERT(kernels::quantize_cpu(s, d.input, d.x.data(), g, port_codes.data(), port_scales.data()).ok());
     const std::int64_t blocks = blocked ? cols / n : 0;
     std::vector<FlatTarget> edges = {{false, 0, 0}, {false, rows - 1, cols - 1}, {false, 0, cols - 1}, {false, rows - 1, 0},
                                      {false, rows - 1, cols - n}};
@@ -94,15 +94,16 @@ Outcome flat_planted(const RunContext& ctx, const Recipe& recipe, const ports::C
     std::int64_t codes = 0, scales = 0;
     for (const FlatTarget& t : targets) {
       if (t.scale) {
-        d.scales[static_cast<std::size_t>(t.row * blocks + t.index)] ^= 0x01;
+        port_scales[static_cast<std::size_t>(t.row * blocks + t.index)] ^= 0x01;
         ++scales;
       } else {
         const std::int64_t e = t.row * cols + t.index;
-        if (s.packed()) d.codes[static_cast<std::size_t>(e / 2)] ^= static_cast<std::uint8_t>(e & 1 ? 0x10 : 0x01);
-        else d.codes[static_cast<std::size_t>(e)] ^= 0x01;
+        if (s.packed()) port_codes[static_cast<std::size_t>(e / 2)] ^= static_cast<std::uint8_t>(e & 1 ? 0x10 : 0x01);
+        else port_codes[static_cast<std::size_t>(e)] ^= 0x01;
         ++codes;
       }
     }
+    d.codes = std::move(port_codes), d.scales = std::move(port_scales);
     const ports::Interpretation how{recipe, ports::NibbleOrder::low_first, ports::ScaleLayout::row_major};
     const ports::Comparison c = ports::compare(d, how, 1000, false, scope);
     RC_TAG(codes && scales ? "codes and scales" : (codes ? "codes" : "scales"));

@@ -3,13 +3,25 @@ framework the tensor comes from (torch, CuPy), else the legacy default stream (d
 from . import _kvq
 
 
+_torch_parts = None  # (torch.utils.dlpack.to_dlpack, the current stream's handle of a device index)
+
+
+def _torch():
+    """torch's exporter and current-stream lookup, found once (the first torch tensor imported torch)."""
+    global _torch_parts
+    if _torch_parts is None:
+        import torch
+        import torch.utils.dlpack
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the handle without a Stream object
+        _torch_parts = (torch.utils.dlpack.to_dlpack, raw or (lambda index: torch.cuda.current_stream(index).cuda_stream))
+    return _torch_parts
+
+
 def stream_handle(x, stream):
     """The cudaStream_t (an integer) that kvq's kernels run on for tensor x."""
     if stream is None:
-        if getattr(x, "is_cuda", False) and type(x).__module__.startswith("torch"):
-            import torch
-            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the handle without a Stream object
-            return raw(x.device.index) if raw else torch.cuda.current_stream(x.device).cuda_stream
+        if _torch_cuda(x):
+            return _torch()[1](x.get_device())
         if type(x).__module__.startswith("cupy"):
             import cupy
             return cupy.cuda.get_current_stream().ptr
@@ -38,26 +50,34 @@ def _on_stream(tensor, handle):
         return tensor
 
 
+_is_torch_type = {}  # type -> whether torch defines it (asked once a type: a call passes three tensors)
+
+
 def _torch_cuda(tensor):
-    return type(tensor).__module__.startswith("torch") and getattr(tensor, "is_cuda", False)
+    kind = type(tensor)
+    is_torch = _is_torch_type.get(kind)
+    if is_torch is None:
+        is_torch = _is_torch_type[kind] = kind.__module__.startswith("torch")
+    return is_torch and getattr(tensor, "is_cuda", False)
 
 
 def _on_torch_stream(tensor):
     """A torch CUDA tensor exported for kvq's kernels on torch's current stream: torch's own work on it
     is queued on that stream before them, so no event is needed (torch's __dlpack__ costs ~20 us a
     tensor for that check; to_dlpack under 1 us)."""
-    if _torch_cuda(tensor):
-        import torch.utils.dlpack
-        return torch.utils.dlpack.to_dlpack(tensor)
-    return tensor
+    return _torch()[0](tensor) if _torch_cuda(tensor) else tensor
 
 
 def verify(recipe, x, codes, scales=None, *, stream=None, **options):
     """A port's outputs against the recipe's model, bit for bit (kvq verify). CUDA tensors are
     compared on their GPU by kvq's kernels, on `stream` (default: the tensor's current stream);
     only counts and the rows of the first differences come back to the host."""
-    handle = stream_handle(x, stream)
-    export = _on_torch_stream if stream is None and _torch_cuda(x) else (lambda t: _on_stream(t, handle))
+    if stream is None and _torch_cuda(x):  # the usual pytest call: torch tensors on torch's stream
+        handle = _torch()[1](x.get_device())
+        export = _on_torch_stream
+    else:
+        handle = stream_handle(x, stream)
+        export = lambda t: _on_stream(t, handle)  # noqa: E731
     for role in ("dequantized", "global_scale"):
         if options.get(role) is not None:
             options[role] = export(options[role])

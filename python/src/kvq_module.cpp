@@ -51,7 +51,7 @@ using Bytes = std::vector<std::uint8_t>;
 struct Tensor {
   std::vector<std::int64_t> shape;
   nb::dlpack::dtype dtype{};
-  Bytes bytes;  // C order
+  kvq::ports::PortBytes bytes;  // C order: the array's own memory where it is a C-order CPU array
   std::int64_t count() const {
     std::int64_t n = 1;
     for (const auto d : shape) n *= d;
@@ -88,8 +88,20 @@ std::pair<std::int64_t, std::int64_t> element_span(const Array& a) {
   return {low, high + 1};
 }
 
-// The array's elements in C order, whatever its strides; a CUDA tensor is copied to the host first
-// (what kvq.verify compares on the GPU never comes here: verify_on_device).
+// Whether a CPU array's elements lie in C order at a.data(), aligned for their type: read in place.
+bool c_order_in_place(const Array& a, int item) {
+  if (on_cuda(a) || reinterpret_cast<std::uintptr_t>(a.data()) % static_cast<std::uintptr_t>(item) != 0) return false;
+  std::int64_t expected_stride = 1;
+  for (std::size_t d = a.ndim(); d-- > 0;) {
+    if (a.shape(d) != 1 && a.stride(d) != expected_stride) return false;
+    expected_stride *= static_cast<std::int64_t>(a.shape(d));
+  }
+  return true;
+}
+
+// The array's elements in C order: a C-order CPU array's own memory (no copy; the caller holds the
+// array while the Tensor is used), else gathered, whatever its strides; a CUDA tensor is copied to
+// the host first (what kvq.verify compares on the GPU never comes here: verify_on_device).
 Tensor read(const Array& a, const char* role) {
   check_device(a, role);
   Tensor t;
@@ -99,7 +111,11 @@ Tensor read(const Array& a, const char* role) {
   for (std::size_t i = 0; i < a.ndim(); ++i) t.shape.push_back(static_cast<std::int64_t>(a.shape(i)));
   const std::int64_t n = t.count();
   const int w = t.item();
-  t.bytes.resize(static_cast<std::size_t>(n * w));
+  if (c_order_in_place(a, w)) {
+    t.bytes = kvq::ports::PortBytes::view(static_cast<const std::uint8_t*>(a.data()), static_cast<std::size_t>(n * w));
+    return t;
+  }
+  Bytes gathered(static_cast<std::size_t>(n * w));
   const auto* base = static_cast<const std::uint8_t*>(a.data());
   Bytes host;  // a CUDA tensor's span of memory, on the host
   std::int64_t origin = 0;  // the element of a.data() that base points at
@@ -116,12 +132,13 @@ Tensor read(const Array& a, const char* role) {
   for (std::int64_t k = 0; k < n; ++k) {
     std::int64_t offset = 0;  // in elements
     for (std::size_t d = 0; d < a.ndim(); ++d) offset += index[d] * a.stride(d);
-    std::memcpy(t.bytes.data() + k * w, base + (offset - origin) * w, static_cast<std::size_t>(w));
+    std::memcpy(gathered.data() + k * w, base + (offset - origin) * w, static_cast<std::size_t>(w));
     for (std::size_t d = a.ndim(); d-- > 0;) {
       if (++index[d] < t.shape[d]) break;
       index[d] = 0;
     }
   }
+  t.bytes = std::move(gathered);
   return t;
 }
 
@@ -147,7 +164,7 @@ DType value_type(const Tensor& t, const char* role, const std::optional<std::str
              "_dtype='bfloat16')");
 }
 
-Bytes byte_codes(const Tensor& t, const char* role) {
+kvq::ports::PortBytes byte_codes(const Tensor& t, const char* role) {
   if (t.item() != 1) type_error(std::string(role) + ": " + dtype_name(t.dtype) + "; give one byte an element (uint8, int8, float8)");
   return t.bytes;
 }
@@ -262,7 +279,7 @@ nb::object decode(const Array& codes, const std::string& format) {
 // E2M1 codes, one a byte [..., n], packed two a byte (element 2i in the low nibble: kvq's order) and back.
 nb::object pack_e2m1(const Array& codes) {
   const Tensor t = read(codes, "codes");
-  const Bytes c = byte_codes(t, "codes");
+  const kvq::ports::PortBytes c = byte_codes(t, "codes");
   if (t.shape.empty() || t.shape.back() % 2) value_error("codes: the last dimension must be even");
   Bytes packed(c.size() / 2);
   for (std::size_t i = 0; i < packed.size(); ++i) {
@@ -275,7 +292,7 @@ nb::object pack_e2m1(const Array& codes) {
 }
 nb::object unpack_e2m1(const Array& packed) {
   const Tensor t = read(packed, "packed");
-  const Bytes p = byte_codes(t, "packed");
+  const kvq::ports::PortBytes p = byte_codes(t, "packed");
   if (t.shape.empty()) value_error("packed: needs at least one dimension");
   Bytes codes(p.size() * 2);
   for (std::size_t i = 0; i < p.size(); ++i) codes[2 * i] = kvq::e2m1_even(p[i]), codes[2 * i + 1] = kvq::e2m1_odd(p[i]);
@@ -341,11 +358,11 @@ nb::object dequantize(const std::string& recipe, const Array& codes, std::option
   const kvq::NamedRecipe named = recipe_arg(recipe);
   const auto s = quantize_shape(named.recipe, shape, block, "shape");
   const Tensor c = read(codes, "codes");
-  const Bytes code_bytes = byte_codes(c, "codes");
+  const kvq::ports::PortBytes code_bytes = byte_codes(c, "codes");
   if (static_cast<std::int64_t>(code_bytes.size()) != s.code_bytes())
     value_error("codes: " + std::to_string(code_bytes.size()) + " bytes, the recipe stores " + std::to_string(s.code_bytes()) +
                 " for shape [" + std::to_string(s.rows) + ", " + std::to_string(s.cols) + "]");
-  Bytes scale_bytes;
+  kvq::ports::PortBytes scale_bytes;
   if (s.scales_per_row()) {
     if (!scales) value_error("scales: the recipe has a scale per " + std::to_string(s.block()) + " elements; give them");
     scale_bytes = byte_codes(read(*scales, "scales"), "scales");
@@ -437,9 +454,7 @@ PortArgs port_args(const std::optional<std::string>& recipe, const Array& x, con
   if (dequantized) {
     const Tensor ty = read(*dequantized, "dequantized");
     d.dequantized_type = value_type(ty, "dequantized", std::nullopt);
-    std::vector<float> v(static_cast<std::size_t>(ty.count()));
-    for (std::int64_t i = 0; i < ty.count(); ++i) v[i] = kvq::kernels::load_value(d.dequantized_type, ty.bytes.data(), i);
-    d.dequantized = std::move(v);
+    d.dequantized = ty.bytes;
   }
   port_options(d, global_scale, role, convention, nibble_order, scale_layout, block);
   if (recipe) p.how = interpretation(*recipe, d, summary_of(d));
@@ -535,22 +550,33 @@ struct DeviceBuffer {
   T* as() const { return static_cast<T*>(p); }
 };
 
-// The comparison's counters on each device, kept between calls and known to hold zeros after a call
-// that found no difference (calls hold the GIL and each synchronises its stream before it returns):
-// a call then launches the comparing kernel alone, no memset and no allocation.
+// The comparison's counters on each device (kernels/port_compare.hpp CompareCounters), kept between
+// calls and known to hold zeros after a call that found no difference (calls hold the GIL and each
+// waits for its stream before it returns): a call then launches the comparing kernel alone, no
+// memset, no allocation, and no copy back (the totals arrive in mapped host memory).
 struct DeviceCounters {
   void* p = nullptr;
   std::int64_t count = 0;
   bool zero = false;
+  unsigned long long* totals = nullptr;  // the host's view of the mapped totals
+  void* totals_on_device = nullptr;
 };
 DeviceCounters& device_counters(int device, std::int64_t count) {
+  namespace dev = kvq::kernels::device;
   static std::map<int, DeviceCounters> by_device;
   DeviceCounters& c = by_device[device];
+  if (!c.totals) {
+    void* host = nullptr;
+    if (auto e = dev::allocate_mapped(&host, &c.totals_on_device, sizeof(unsigned long long) * kvq::kernels::kCompareCounts);
+        !e.ok())
+      value_error("kvq.verify: mapped host memory: " + e.message());
+    c.totals = static_cast<unsigned long long*>(host);
+  }
   if (c.count < count) {
-    kvq::kernels::device::release(c.p);
-    c = DeviceCounters{};
+    dev::release(c.p);
+    c.p = nullptr, c.count = 0, c.zero = false;
     const std::int64_t want = std::max<std::int64_t>(count, 4096);
-    if (auto e = kvq::kernels::device::allocate(&c.p, sizeof(unsigned long long) * static_cast<std::size_t>(want)); !e.ok())
+    if (auto e = dev::allocate(&c.p, sizeof(unsigned long long) * static_cast<std::size_t>(want)); !e.ok())
       value_error("kvq.verify: device memory: " + e.message());
     c.count = want;
   }
@@ -628,9 +654,11 @@ Report verify_on_device(const std::string& recipe, const Array& x, const Array& 
   const std::int64_t S = s.scales_per_row();
   const std::int64_t chunks = kvq::kernels::compare_chunks(d.rows);
   DeviceCounters& counters = device_counters(device, kvq::kernels::compare_counters(d.rows));
-  const bool counts_zero = counters.zero;
-  counters.zero = false;  // until this call has read zeros back
   auto* counts = static_cast<unsigned long long*>(counters.p);
+  const kvq::kernels::CompareCounters counting{counts, counters.zero,
+                                               static_cast<unsigned long long*>(counters.totals_on_device)};
+  counters.zero = false;  // until this call has read zeros back
+  for (int k = 0; k < kCompareCounts; ++k) counters.totals[k] = 0;  // what a launch of nothing leaves
   // The port keeps kvq's layout: kvq's quantize kernel compares as it goes (one read of x and of the
   // port's outputs); else, or for a kernel that has no comparing form, it writes the expected codes
   // and scales and the comparator reads both.
@@ -638,8 +666,7 @@ Report verify_on_device(const std::string& recipe, const Array& x, const Array& 
                           (S == 0 || how.scale_layout == kvq::kernels::ScaleLayout::row_major) && !ty;
   bool fused = false;
   if (kvq_layout)
-    device_ok(dev::quantize_compare(s, d.input, tx.data, c.g, tc.data, ts ? ts->data : nullptr, counts, counts_zero,
-                                    &fused, stream),
+    device_ok(dev::quantize_compare(s, d.input, tx.data, c.g, tc.data, ts ? ts->data : nullptr, counting, &fused, stream),
               "kvq's quantize kernel, comparing");
   if (!fused) {
     DeviceBuffer expected_codes(static_cast<std::size_t>(s.code_bytes()), stream),
@@ -648,11 +675,11 @@ Report verify_on_device(const std::string& recipe, const Array& x, const Array& 
                             stream),
               "kvq's quantize kernel");
     device_ok(dev::compare_port(s, c.g, expected_codes.as<std::uint8_t>(), expected_scales.as<std::uint8_t>(), port,
-                                counts, counts_zero, stream),
+                                counting, stream),
               "the comparator");
   }
-  unsigned long long totals[kCompareCounts];
-  device_ok(dev::download_on(totals, counts, sizeof totals, stream), "copying the counts back");
+  device_ok(dev::wait_for(stream), "waiting for the comparison");
+  const volatile unsigned long long* totals = counters.totals;
   c.codes = d.rows * d.cols;
   c.scales = d.rows * S;
   c.dequantized_checked = ty ? d.rows * d.cols : 0;
@@ -664,7 +691,7 @@ Report verify_on_device(const std::string& recipe, const Array& x, const Array& 
   std::vector<unsigned long long> per_chunk;  // only where there are records to find
   if (show > 0 && (c.code_mismatches || c.scale_mismatches || c.dequantized_mismatches)) {
     per_chunk.resize(static_cast<std::size_t>(kCompareCounts * chunks));
-    device_ok(dev::download_on(per_chunk.data(), counts + kCompareCounts,
+    device_ok(dev::download_on(per_chunk.data(), counts + kvq::kernels::chunk_counter(0, 0, chunks),
                                per_chunk.size() * sizeof(unsigned long long), stream),
               "copying the counts back");
   }
@@ -678,7 +705,7 @@ Report verify_on_device(const std::string& recipe, const Array& x, const Array& 
            (c.first_dequantized.size() < keep &&
             static_cast<std::int64_t>(c.first_dequantized.size()) < c.dequantized_mismatches);
   };
-  const std::int64_t code_row = sizes.code_bytes / d.rows, x_row = d.cols * kvq::kernels::bytes_of(d.input);
+  const std::int64_t code_row = d.rows ? sizes.code_bytes / d.rows : 0, x_row = d.cols * kvq::kernels::bytes_of(d.input);
   for (std::int64_t k = 0; k < chunks && wanted(); ++k) {
     if (!count(kvq::kernels::kCodeMismatches, k) && !count(kvq::kernels::kScaleMismatches, k) &&
         !count(kvq::kernels::kDequantizedMismatches, k))
@@ -694,10 +721,7 @@ Report verify_on_device(const std::string& recipe, const Array& x, const Array& 
     }
     if (ty) {
       const int w = kvq::kernels::bytes_of(d.dequantized_type);
-      const Bytes raw = fetch(ty->data + r0 * d.cols * w, rows * d.cols * w, stream);
-      std::vector<float> v(static_cast<std::size_t>(rows * d.cols));
-      for (std::size_t i = 0; i < v.size(); ++i) v[i] = kvq::kernels::load_value(d.dequantized_type, raw.data(), i);
-      part.dequantized = std::move(v);
+      part.dequantized = fetch(ty->data + r0 * d.cols * w, rows * d.cols * w, stream);
     }
     // The chunk is compared under the whole tensor's decode scale c.g: the port's global scale read
     // as given, or the whole tensor's amax.
@@ -815,7 +839,7 @@ std::tuple<int, std::string, std::string, std::vector<kvq::cli::DifferenceRecord
     kvq::cli::NpyArray a;
     a.descr = npy_descr(t.dtype, role).first;
     a.shape = t.shape;
-    a.bytes = t.bytes;
+    a.bytes.assign(t.bytes.data(), t.bytes.data() + t.bytes.size());  // the command line readers own their bytes
     memory[role] = std::move(a);
   }
   kvq::cli::PortRequest request;
@@ -848,6 +872,8 @@ NB_MODULE(_kvq, m) {
     for (const auto& r : kvq::kRecipes) out.emplace_back(r.name);
     return out;
   }, "The named scale recipes.");
+  m.def("_read_in_place", [](const Array& a) { return a.device_type() == nb::device::cpu::value && c_order_in_place(a, static_cast<int>(a.itemsize())); },
+        nb::arg("array"), "Whether kvq reads this CPU array where it lies (C order, aligned) rather than a gathered copy.");
   m.def("cuda_available", [] {
     std::string why;
     return kvq::kernels::device::available(&why);

@@ -196,3 +196,15 @@ def test_each_call_counts_afresh():
     assert kvq.verify("nvfp4", xg, cg, sg).exact
     assert kvq.verify("nvfp4", xg, wg, sg, show=0).code_mismatches == 1
     assert kvq.verify("nvfp4", xg, cg, sg).exact
+
+
+def test_empty_tensors_give_the_hosts_verdict():
+    """Nothing to compare launches nothing: the report is the host's (zero counts, exact)."""
+    x = tensors(rows=4)[:0]
+    codes, scales, g = port_of(tensors(rows=4), "nvfp4")
+    codes, scales = codes[:0], scales[:0]
+    xg, cg, sg = on_gpu(x, codes, scales)
+    for options in ({"global_scale": g}, {}):  # g given; g from the (empty) tensor's amax
+        gpu = kvq.verify("nvfp4", xg, cg, sg, **options)
+        same_verdict(gpu, kvq.verify("nvfp4", x, codes, scales, **options))
+        assert gpu.exact and gpu.codes == 0

@@ -78,3 +78,27 @@ def test_bad_arguments_name_the_argument():
     # empty and reversed (negative-stride) views are read where they lie
     assert kvq.encode(np.zeros((0, 4), np.float32), "e4m3fn").shape == (0, 4)
     assert kvq.encode(np.array([1.0, 2.0], np.float32)[::-1], "e4m3fn", convention="cuda-satfinite").tolist() == [0x40, 0x38]
+
+
+def test_cpu_tensors_are_read_in_place_unless_they_must_be_gathered():
+    """A C-order, aligned CPU array is compared where it lies (no copy); transposed, strided and
+    unaligned views are gathered into C order first, with the same verdict."""
+    x = (np.random.default_rng(5).standard_normal((8, 64)) * 3).astype(np.float32)
+    codes, scales, g = port(x)
+    assert kvq._kvq._read_in_place(x) and kvq._kvq._read_in_place(codes) and kvq._kvq._read_in_place(x[2:5])
+    transposed = np.ascontiguousarray(x.T).T  # the same values, column-major
+    strided = np.repeat(x, 2, axis=1)[:, ::2]
+    raw = np.zeros(x.size * 4 + 1, np.uint8)
+    unaligned = raw[1:].view(np.float32).reshape(x.shape)
+    unaligned[...] = x
+    assert not kvq._kvq._read_in_place(transposed) and not kvq._kvq._read_in_place(strided)
+    assert not unaligned.flags.aligned and not kvq._kvq._read_in_place(unaligned)
+    wrong = codes.copy()
+    wrong[3, 7] ^= 0x01
+    expected = kvq.verify("nvfp4", x, wrong, scales, global_scale=g)
+    assert expected.code_mismatches == 1
+    for view in (transposed, strided, unaligned):
+        assert np.array_equal(view, x)
+        report = kvq.verify("nvfp4", view, wrong, scales, global_scale=g)
+        assert (report.code_mismatches, report.differences) == (1, expected.differences)
+        assert str(report) == str(expected)
