@@ -216,6 +216,18 @@ KVQ_HD inline void store_values(DType t, void* y, std::int64_t first, int n, con
 
 KVQ_HD inline void load_bytes(const std::uint8_t* src, int count, std::uint8_t* out) {
 #if defined(__CUDA_ARCH__)
+  if (aligned(src, 16) && count % 16 == 0) {
+    KVQ_UNROLL
+    for (int k = 0; k < count / 16; ++k) {
+      const uint4 w = __ldcs(reinterpret_cast<const uint4*>(src) + k);
+      const std::uint32_t words[4] = {w.x, w.y, w.z, w.w};
+      KVQ_UNROLL
+      for (int v = 0; v < 4; ++v)
+        KVQ_UNROLL
+        for (int i = 0; i < 4; ++i) out[16 * k + 4 * v + i] = static_cast<std::uint8_t>(words[v] >> (8 * i));
+    }
+    return;
+  }
   if (count == 4 && aligned(src, 4)) {
     const std::uint32_t w = __ldcs(reinterpret_cast<const unsigned int*>(src));
     KVQ_UNROLL

@@ -26,10 +26,29 @@ Status launched() {
 __device__ inline std::int64_t first_item() { return blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; }
 __device__ inline std::int64_t item_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
+// kBatch items a thread an iteration (16-byte chunks, 8-dim spans), all loaded before the first is
+// converted and stored: one at a time leaves too few bytes in flight to keep the memory system busy
+// (docs/performance.md "MLA layouts and the NVFP4 paged workspace").
+constexpr int kBatch = 4;
+
 __global__ void requantize_576_to_656_kernel(std::int64_t slots, std::int64_t block_size, const std::uint8_t* src,
                                              float k_scale, KScale mode, std::uint8_t* dst) {
-  for (std::int64_t k = first_item(); k < slots * kRequantChunks; k += item_stride())
-    requantize_576_to_656_chunk(block_size, src, k_scale, mode, dst, k / kRequantChunks, static_cast<int>(k % kRequantChunks));
+  const std::int64_t total = slots * kRequantChunks, stride = item_stride();
+  for (std::int64_t first = first_item(); first < total; first += kBatch * stride) {
+    std::uint32_t words[kBatch][kRequantChunkBytes / 4] = {};
+    KVQ_UNROLL
+    for (int i = 0; i < kBatch; ++i) {
+      const std::int64_t k = first + i * stride;
+      if (k < total) requantize_576_to_656_load(block_size, src, k / kRequantChunks, static_cast<int>(k % kRequantChunks), words[i]);
+    }
+    KVQ_UNROLL
+    for (int i = 0; i < kBatch; ++i) {
+      const std::int64_t k = first + i * stride;
+      if (k < total)
+        requantize_576_to_656_store(block_size, words[i], k_scale, mode, dst, k / kRequantChunks,
+                                    static_cast<int>(k % kRequantChunks));
+    }
+  }
 }
 
 // A warp per token: lane j loads nope chunk j (16 dims) and its partial max, the lanes of a
@@ -48,12 +67,16 @@ __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const s
   const int lane = static_cast<int>(threadIdx.x % 32);
   const std::int64_t warps = item_stride() / 32;
   for (std::int64_t row = first_item() / 32; row < num_tokens; row += warps) {
+    // Every load of the token first (its slot, nope and rope chunks), so that they are in flight
+    // together rather than behind the slot test and the nope stores (docs/performance.md).
     const std::int64_t slot = slot_mapping[row];
-    if (slot < 0 || slot >= c.slots()) continue;  // the whole warp skips the token
-    const bool nope = lane < mla_nope_chunks(l);
+    const bool nope = lane < mla_nope_chunks(l), rope_lane = lane < mla_rope_chunks(l);
     float values[kQuantChunk];
+    std::uint32_t rope[4];
     SpanMax m;  // the tile's max; its rule ignores NaN elements (mla_tile_ignores_nan), so m.nan stays unset
     if (nope) m.max = mla_load_nope_chunk(l, x, row, lane, values).max;
+    if (rope_lane) mla_load_rope_chunk(l, x, row, lane, rope);
+    if (slot < 0 || slot >= c.slots()) continue;  // the whole warp skips the token
     KVQ_UNROLL
     for (int offset = per_tile / 2; offset > 0; offset /= 2)
       m = combine({__shfl_xor_sync(0xffffffffu, m.max, offset), false}, m);
@@ -63,16 +86,29 @@ __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const s
     KVQ_UNROLL
     for (int t = 0; t < l.tiles(); ++t) words[t] = __shfl_sync(0xffffffffu, word, t * per_tile);
     if (lane == 0) mla_store_tile_scales(c, words, cache, slot);
-    if (lane < mla_rope_chunks(l)) mla_copy_rope_chunk(c, x, row, cache, slot, lane);
+    if (rope_lane) mla_store_rope_chunk(c, rope, cache, slot, lane);
   }
 }
 
-template <MlaLayoutId L>
-__global__ void dequantize_kernel(MlaCacheShape c, const std::uint8_t* cache, float k_scale, DType output, void* y) {
+template <MlaLayoutId L, DType T>
+__global__ void dequantize_kernel(MlaCacheShape c, const std::uint8_t* cache, float k_scale, void* y) {
   c.layout = L;
   constexpr int spans = mla_dequantize_spans(mla_layout(L));
-  for (std::int64_t k = first_item(); k < c.slots() * spans; k += item_stride())
-    mla_dequantize_span(c, cache, k_scale, output, y, k / spans, static_cast<int>(k % spans));
+  const std::int64_t total = c.slots() * spans, stride = item_stride();
+  for (std::int64_t first = first_item(); first < total; first += kBatch * stride) {
+    MlaSpanBytes b[kBatch];
+    std::int64_t slot[kBatch];
+    int span[kBatch];
+    KVQ_UNROLL
+    for (int i = 0; i < kBatch; ++i) {
+      const std::int64_t k = first + i * stride;
+      slot[i] = k / spans, span[i] = static_cast<int>(k % spans);
+      if (k < total) b[i] = mla_load_span(c, cache, k_scale, slot[i], span[i]);
+    }
+    KVQ_UNROLL
+    for (int i = 0; i < kBatch; ++i)
+      if (first + i * stride < total) mla_store_span(c, b[i], T, y, slot[i], span[i]);
+  }
 }
 
 // Blocks of CTAs walk the page sides, the threads of a CTA the 16-element blocks of one side
@@ -120,18 +156,21 @@ Status mla_dequantize(const MlaCacheShape& c, const std::uint8_t* cache, float k
   if (auto e = validate_dequantize(c, k_scale); !e.ok()) return e;
   if (c.slots() == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
-  const int grid = grid_of(c.slots() * mla_dequantize_spans(c.desc()));
+  const int grid = grid_of(c.slots() * mla_dequantize_spans(c.desc()) / kBatch + 1);
+  const auto launch = [&]<MlaLayoutId L>() {
+    switch (output) {
+      case DType::bf16: dequantize_kernel<L, DType::bf16><<<grid, kThreads, 0, st>>>(c, cache, k_scale, y); break;
+      case DType::fp16: dequantize_kernel<L, DType::fp16><<<grid, kThreads, 0, st>>>(c, cache, k_scale, y); break;
+      case DType::fp32: dequantize_kernel<L, DType::fp32><<<grid, kThreads, 0, st>>>(c, cache, k_scale, y); break;
+    }
+  };
   switch (c.layout) {
-    case MlaLayoutId::bf16: dequantize_kernel<MlaLayoutId::bf16><<<grid, kThreads, 0, st>>>(c, cache, k_scale, output, y); break;
-    case MlaLayoutId::fp8_nope_fp8_rope:
-      dequantize_kernel<MlaLayoutId::fp8_nope_fp8_rope><<<grid, kThreads, 0, st>>>(c, cache, k_scale, output, y);
-      break;
+    case MlaLayoutId::bf16: launch.template operator()<MlaLayoutId::bf16>(); break;
+    case MlaLayoutId::fp8_nope_fp8_rope: launch.template operator()<MlaLayoutId::fp8_nope_fp8_rope>(); break;
     case MlaLayoutId::fp8_nope_block_scale_bf16_rope:
-      dequantize_kernel<MlaLayoutId::fp8_nope_block_scale_bf16_rope><<<grid, kThreads, 0, st>>>(c, cache, k_scale, output, y);
+      launch.template operator()<MlaLayoutId::fp8_nope_block_scale_bf16_rope>();
       break;
-    case MlaLayoutId::model1_fp8_sparse:
-      dequantize_kernel<MlaLayoutId::model1_fp8_sparse><<<grid, kThreads, 0, st>>>(c, cache, k_scale, output, y);
-      break;
+    case MlaLayoutId::model1_fp8_sparse: launch.template operator()<MlaLayoutId::model1_fp8_sparse>(); break;
   }
   return launched();
 }

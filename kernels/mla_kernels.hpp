@@ -103,7 +103,19 @@ KVQ_HD inline float tile_scale(const MlaLayout& l, const std::uint8_t* p) {
 inline constexpr int kRequantChunkBytes = io::kVectorBytes;
 inline constexpr int kRequantChunks = kMlaFp8NopeBlockScaleBf16Rope.token_bytes() / kRequantChunkBytes;
 static_assert(kRequantChunks * kRequantChunkBytes == kMlaFp8NopeBlockScaleBf16Rope.token_bytes());
-KVQ_HD inline void requantize_576_to_656_chunk(std::int64_t block_size, const std::uint8_t* src, float k_scale,
+// A chunk's source bytes as four little-endian words (16 nope bytes; 8 rope codes in words[0, 2);
+// nothing for the scale chunk), loaded first and converted after, so that a kernel can have several
+// chunks' loads in flight before its first store.
+KVQ_HD inline void requantize_576_to_656_load(std::int64_t block_size, const std::uint8_t* src, std::int64_t slot, int chunk,
+                                              std::uint32_t* words) {
+  constexpr int n = kRequantChunkBytes;
+  constexpr MlaLayout out_layout = kMlaFp8NopeBlockScaleBf16Rope;
+  constexpr int scale_chunk = out_layout.offset_of(MlaPart::tile_scales) / n, rope_chunk = out_layout.offset_of(MlaPart::rope) / n;
+  const MlaCacheShape in{MlaLayoutId::fp8_nope_fp8_rope, 0, block_size};
+  if (chunk < scale_chunk) io::load_four_words(src + in.part(slot, MlaPart::nope) + n * chunk, words);
+  else if (chunk > scale_chunk) io::load_word_pair(src + in.part(slot, MlaPart::rope) + (chunk - rope_chunk) * (n / 2), words);
+}
+KVQ_HD inline void requantize_576_to_656_store(std::int64_t block_size, const std::uint32_t* loaded, float k_scale,
                                                KScale mode, std::uint8_t* dst, std::int64_t slot, int chunk) {
   using namespace mla_detail;
   constexpr int n = kRequantChunkBytes;
@@ -111,30 +123,33 @@ KVQ_HD inline void requantize_576_to_656_chunk(std::int64_t block_size, const st
   constexpr int scale_chunk = out_layout.offset_of(MlaPart::tile_scales) / n, rope_chunk = out_layout.offset_of(MlaPart::rope) / n;
   static_assert(scale_chunk * n == out_layout.offset_of(MlaPart::tile_scales) && rope_chunk == scale_chunk + 1 &&
                 out_layout.tiles() * 4 == n);
-  const MlaCacheShape in{MlaLayoutId::fp8_nope_fp8_rope, 0, block_size};
   const MlaCacheShape out{MlaLayoutId::fp8_nope_block_scale_bf16_rope, 0, block_size};
-  std::uint8_t bytes[n];
+  std::uint32_t words[n / 4];
   if (chunk < scale_chunk) {
-    io::load_bytes(src + in.part(slot, MlaPart::nope) + n * chunk, n, bytes);
+    KVQ_UNROLL
+    for (int w = 0; w < n / 4; ++w) words[w] = loaded[w];
   } else if (chunk == scale_chunk) {
     KVQ_UNROLL
-    for (int t = 0; t < out_layout.tiles(); ++t) store_u32(bytes + 4 * t, bits_of(mode == KScale::fold ? k_scale : 1.0f));
+    for (int t = 0; t < out_layout.tiles(); ++t) words[t] = bits_of(mode == KScale::fold ? k_scale : 1.0f);
   } else {
     constexpr int dims = n / 2;  // BF16 rope values a chunk
-    const int first = (chunk - rope_chunk) * dims;
-    std::uint8_t codes[dims];
-    io::load_bytes(src + in.part(slot, MlaPart::rope) + first, dims, codes);
     KVQ_UNROLL
     for (int i = 0; i < dims; ++i) {
-      const float v = e4m3_value_fast(codes[i]);
+      const float v = e4m3_value_fast(static_cast<std::uint8_t>(loaded[i / 4] >> (8 * (i % 4))));
       std::uint16_t r = kBf16Nan;
       if (v == v) r = mode == KScale::drop ? bf16_rne_fast(v)  // exact: every E4M3 value is a BF16 value
                                            : bf16_rne_from_double(static_cast<double>(v) * k_scale);
-      bytes[2 * i] = static_cast<std::uint8_t>(r);
-      bytes[2 * i + 1] = static_cast<std::uint8_t>(r >> 8);
+      if (i % 2 == 0) words[i / 2] = r;
+      else words[i / 2] |= std::uint32_t{r} << 16;
     }
   }
-  io::store_bytes(dst + out.part(slot, MlaPart::nope) + n * chunk, bytes, n);
+  io::store_words(dst + out.part(slot, MlaPart::nope) + n * chunk, words, n / 4);
+}
+KVQ_HD inline void requantize_576_to_656_chunk(std::int64_t block_size, const std::uint8_t* src, float k_scale,
+                                               KScale mode, std::uint8_t* dst, std::int64_t slot, int chunk) {
+  std::uint32_t words[kRequantChunkBytes / 4] = {};
+  requantize_576_to_656_load(block_size, src, slot, chunk, words);
+  requantize_576_to_656_store(block_size, words, k_scale, mode, dst, slot, chunk);
 }
 
 // 2. Quantize token `row` of x (BF16 [tokens, dims]) into its slot, in 16-byte chunks of the
@@ -205,12 +220,21 @@ static_assert(kMlaModel1Fp8Sparse.offset_of(MlaPart::pad) == kMlaModel1Fp8Sparse
               kMlaFp8NopeBlockScaleBf16Rope.segment(MlaPart::tile_scales).bytes() == 16);
 
 // Copies rope chunk j (8 BF16 values, bit for bit).
+// Rope chunk j (16 bytes of BF16) as four words, read from x and written to the cache unchanged.
+static_assert(2 * kRopeChunk == 16);
+KVQ_HD inline void mla_load_rope_chunk(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
+                                       std::uint32_t* words) {
+  io::load_four_words(reinterpret_cast<const std::uint8_t*>(x + row * l.dims() + l.nope_dims() + j * kRopeChunk), words);
+}
+KVQ_HD inline void mla_store_rope_chunk(const MlaCacheShape& c, const std::uint32_t* words, std::uint8_t* cache,
+                                        std::int64_t slot, int j) {
+  io::store_words(cache + c.part(slot, MlaPart::rope) + 2 * j * kRopeChunk, words, 4);
+}
 KVQ_HD inline void mla_copy_rope_chunk(const MlaCacheShape& c, const std::uint16_t* x, std::int64_t row,
                                        std::uint8_t* cache, std::int64_t slot, int j) {
-  const MlaLayout l = c.desc();
-  std::uint8_t rope[2 * kRopeChunk];
-  io::load_bytes(reinterpret_cast<const std::uint8_t*>(x + row * l.dims() + l.nope_dims() + j * kRopeChunk), 2 * kRopeChunk, rope);
-  io::store_bytes(cache + c.part(slot, MlaPart::rope) + 2 * j * kRopeChunk, rope, 2 * kRopeChunk);
+  std::uint32_t words[4];
+  mla_load_rope_chunk(c.desc(), x, row, j, words);
+  mla_store_rope_chunk(c, words, cache, slot, j);
 }
 
 // The whole token, chunk by chunk, under tile rule r (the twin, and the expected bytes of the
@@ -240,8 +264,15 @@ KVQ_HD inline void mla_quantize_token(const MlaCacheShape& c, const Recipe& r, c
 // folded k_scale). k_scale is used by the 576 layout only.
 inline constexpr int kDequantSpan = 8;
 KVQ_HD constexpr int mla_dequantize_spans(const MlaLayout& l) { return l.dims() / kDequantSpan; }
-KVQ_HD inline void mla_dequantize_span(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output,
-                                       void* y, std::int64_t slot, int span) {
+// A span's bytes as read from the cache: the part's bytes (8 E4M3 codes, or 16 bytes of BF16) and
+// the tile scale (k_scale for the 576 layout). Loaded first and converted after, so that a kernel can
+// have several spans' loads in flight before its first store.
+struct MlaSpanBytes {
+  std::uint32_t words[kDequantSpan / 2];  // little-endian: 8 codes in words[0, 2), or 8 BF16 values
+  float scale = 0;
+};
+KVQ_HD inline MlaSpanBytes mla_load_span(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale,
+                                         std::int64_t slot, int span) {
   using namespace mla_detail;
   constexpr int n = kDequantSpan;
   const MlaLayout l = c.desc();
@@ -250,24 +281,40 @@ KVQ_HD inline void mla_dequantize_span(const MlaCacheShape& c, const std::uint8_
   const MlaPart part = rope ? MlaPart::rope : MlaPart::nope;
   const FormatId f = l.segment(part).format;
   const std::uint8_t* p = cache + c.part(slot, part) + (rope ? d - l.nope_dims() : d) * (format_of(f).bits() / 8);
-  float values[n];
+  MlaSpanBytes b;
   if (f == FormatId::bf16) {
-    std::uint8_t raw[2 * n];
-    io::load_bytes(p, 2 * n, raw);
-    KVQ_UNROLL
-    for (int i = 0; i < n; ++i) values[i] = canonical(float_from_bits(std::uint32_t{load_u16(raw + 2 * i)} << 16));
+    io::load_four_words(p, b.words);
   } else {
-    std::uint8_t codes[n];
-    io::load_bytes(p, n, codes);
-    float scale = k_scale;
+    io::load_word_pair(p, b.words);
+    b.scale = k_scale;
     if (l.tile != 0) {
       const int scale_bytes = format_of(l.segment(MlaPart::tile_scales).format).bits() / 8;
-      scale = tile_scale(l, cache + c.part(slot, MlaPart::tile_scales) + (d / l.tile) * scale_bytes);
+      b.scale = tile_scale(l, cache + c.part(slot, MlaPart::tile_scales) + (d / l.tile) * scale_bytes);
     }
+  }
+  return b;
+}
+KVQ_HD inline void mla_store_span(const MlaCacheShape& c, const MlaSpanBytes& b, DType output, void* y, std::int64_t slot,
+                                  int span) {
+  using namespace mla_detail;
+  constexpr int n = kDequantSpan;
+  const MlaLayout l = c.desc();
+  const int d = span * n;
+  const FormatId f = l.segment(d >= l.nope_dims() ? MlaPart::rope : MlaPart::nope).format;
+  float values[n];
+  if (f == FormatId::bf16) {
     KVQ_UNROLL
-    for (int i = 0; i < n; ++i) values[i] = canonical(e4m3_value_fast(codes[i]) * scale);
+    for (int i = 0; i < n; ++i) values[i] = canonical(float_from_bits(((b.words[i / 2] >> (16 * (i % 2))) & 0xFFFFu) << 16));
+  } else {
+    KVQ_UNROLL
+    for (int i = 0; i < n; ++i)
+      values[i] = canonical(e4m3_value_fast(static_cast<std::uint8_t>(b.words[i / 4] >> (8 * (i % 4)))) * b.scale);
   }
   io::store_values(output, y, slot * l.dims() + d, n, values);
+}
+KVQ_HD inline void mla_dequantize_span(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output,
+                                       void* y, std::int64_t slot, int span) {
+  mla_store_span(c, mla_load_span(c, cache, k_scale, slot, span), output, y, slot, span);
 }
 static_assert(kMlaBf16.nope_dims() % kDequantSpan == 0 && kMlaModel1Fp8Sparse.nope_dims() % kDequantSpan == 0 &&
               kMlaModel1Fp8Sparse.tile % kDequantSpan == 0 && kMlaFp8NopeBlockScaleBf16Rope.tile % kDequantSpan == 0);
