@@ -80,8 +80,9 @@ __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const s
     KVQ_UNROLL
     for (int offset = per_tile / 2; offset > 0; offset /= 2)
       m = combine({__shfl_xor_sync(0xffffffffu, m.max, offset), false}, m);
-    if (nope) mla_store_nope_chunk(c, r, values, m, cache, slot, lane);
-    const std::uint32_t word = mla_tile_scale_word(l, r, m);
+    std::uint8_t code = 0;  // the tile's scale code, from the lanes that encode a chunk of it
+    if (nope) code = mla_store_nope_chunk(c, r, values, m, cache, slot, lane);
+    const std::uint32_t word = mla_tile_scale_word_of_code(l, r, m, code);
     std::uint32_t words[kMlaMaxTiles];
     KVQ_UNROLL
     for (int t = 0; t < l.tiles(); ++t) words[t] = __shfl_sync(0xffffffffu, word, t * per_tile);

@@ -183,20 +183,31 @@ KVQ_HD inline SpanMax mla_load_nope_chunk(const MlaLayout& l, const std::uint16_
 // writer), of s = tensor_scale(r, tile max).
 // Both always inlined: the kernel's tile rule is a constant there and its variant branches fold
 // away (docs/performance.md).
-KVQ_HD KVQ_KERNEL_INLINE std::uint32_t mla_tile_scale_word(const MlaLayout& l, const Recipe& r, SpanMax m) {
+// mla_tile_scale_word_of_code: the same from the tile's E8M0 code where the caller has it already
+// (quantize_block_with_max returns it for each chunk of the tile, by the same two rules), so that a
+// kernel evaluates the tile exponent (an out-of-line FP64 log2 for MODEL1's rule) once a lane.
+KVQ_HD KVQ_KERNEL_INLINE std::uint32_t mla_tile_scale_word_of_code(const MlaLayout& l, const Recipe& r, SpanMax m,
+                                                                   std::uint8_t code) {
   if (r.scale == BlockScale::tensor_only) return bits_of(tensor_scale(r, m.max));
-  const std::uint8_t code = e8m0_nan_block(r, m.max, m.nan) ? 0xFF : e8m0_code(r, e8m0_block_exponent(r, m.max));
   return l.segment(MlaPart::tile_scales).format == FormatId::fp32 ? bits_of(e8m0_value(code)) : code;
 }
+KVQ_HD KVQ_KERNEL_INLINE std::uint32_t mla_tile_scale_word(const MlaLayout& l, const Recipe& r, SpanMax m) {
+  const std::uint8_t code = r.scale == BlockScale::tensor_only     ? 0
+                            : e8m0_nan_block(r, m.max, m.nan) ? 0xFF
+                                                              : e8m0_code(r, e8m0_block_exponent(r, m.max));
+  return mla_tile_scale_word_of_code(l, r, m, code);
+}
 
-// Encodes nope chunk j of a tile with max m (quantize_block_with_max: the tile's rule, 16 values)
-// and stores its 16 codes.
-KVQ_HD KVQ_KERNEL_INLINE void mla_store_nope_chunk(const MlaCacheShape& c, const Recipe& r, const float* values, SpanMax m,
-                                        std::uint8_t* cache, std::int64_t slot, int j) {
+// Encodes nope chunk j of a tile with max m (quantize_block_with_max: the tile's rule, 16 values),
+// stores its 16 codes and returns the tile's scale code as that rule computed it (E8M0 rules; 0
+// for a per-tile FP32 rule).
+KVQ_HD KVQ_KERNEL_INLINE std::uint8_t mla_store_nope_chunk(const MlaCacheShape& c, const Recipe& r, const float* values,
+                                                           SpanMax m, std::uint8_t* cache, std::int64_t slot, int j) {
   const float s = r.scale == BlockScale::tensor_only ? tensor_scale(r, m.max) : 0.0f;
   std::uint8_t codes[kQuantChunk];
-  quantize_block_with_max(r, s, values, kQuantChunk, m.max, m.nan, codes);
+  const std::uint8_t scale_code = quantize_block_with_max(r, s, values, kQuantChunk, m.max, m.nan, codes);
   io::store_bytes(cache + c.part(slot, MlaPart::nope) + j * kQuantChunk, codes, kQuantChunk);
+  return r.scale == BlockScale::tensor_only ? 0 : scale_code;
 }
 
 // Writes the tile scales (mla_tile_scale_word: 656 FP32 words; MODEL1 the E8M0 bytes and the pad byte 0).
