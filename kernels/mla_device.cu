@@ -26,29 +26,36 @@ Status launched() {
 __device__ inline std::int64_t first_item() { return blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; }
 __device__ inline std::int64_t item_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
-// kBatch items a thread an iteration (16-byte chunks, 8-dim spans), all loaded before the first is
-// converted and stored: one at a time leaves too few bytes in flight to keep the memory system busy
-// (docs/performance.md "MLA layouts and the NVFP4 paged workspace").
+// Grid-strided items [0, total), kBatch a thread an iteration: load(k) of each before the first
+// store(k, loaded); one item at a time (8-16 bytes) leaves too few bytes in flight to keep the
+// memory system busy (docs/performance.md "MLA layouts and the NVFP4 paged workspace").
 constexpr int kBatch = 4;
+template <class Load, class Store>
+__device__ inline void batched_items(std::int64_t total, const Load& load, const Store& store) {
+  using Loaded = decltype(load(std::int64_t{}));
+  const std::int64_t stride = item_stride();
+  for (std::int64_t first = first_item(); first < total; first += kBatch * stride) {
+    Loaded loaded[kBatch];
+    KVQ_UNROLL
+    for (int i = 0; i < kBatch; ++i)
+      if (first + i * stride < total) loaded[i] = load(first + i * stride);
+    KVQ_UNROLL
+    for (int i = 0; i < kBatch; ++i)
+      if (first + i * stride < total) store(first + i * stride, loaded[i]);
+  }
+}
 
 __global__ void requantize_576_to_656_kernel(std::int64_t slots, std::int64_t block_size, const std::uint8_t* src,
                                              float k_scale, KScale mode, std::uint8_t* dst) {
-  const std::int64_t total = slots * kRequantChunks, stride = item_stride();
-  for (std::int64_t first = first_item(); first < total; first += kBatch * stride) {
-    std::uint32_t words[kBatch][kRequantChunkBytes / 4] = {};
-    KVQ_UNROLL
-    for (int i = 0; i < kBatch; ++i) {
-      const std::int64_t k = first + i * stride;
-      if (k < total) requantize_576_to_656_load(block_size, src, k / kRequantChunks, static_cast<int>(k % kRequantChunks), words[i]);
-    }
-    KVQ_UNROLL
-    for (int i = 0; i < kBatch; ++i) {
-      const std::int64_t k = first + i * stride;
-      if (k < total)
-        requantize_576_to_656_store(block_size, words[i], k_scale, mode, dst, k / kRequantChunks,
+  batched_items(
+      slots * kRequantChunks,
+      [&](std::int64_t k) {
+        return requantize_576_to_656_load(block_size, src, k / kRequantChunks, static_cast<int>(k % kRequantChunks));
+      },
+      [&](std::int64_t k, const MlaChunkWords& words) {
+        requantize_576_to_656_store(block_size, words, k_scale, mode, dst, k / kRequantChunks,
                                     static_cast<int>(k % kRequantChunks));
-    }
-  }
+      });
 }
 
 // A warp per token: lane j loads nope chunk j (16 dims) and its partial max, the lanes of a
@@ -95,21 +102,10 @@ template <MlaLayoutId L, DType T>
 __global__ void dequantize_kernel(MlaCacheShape c, const std::uint8_t* cache, float k_scale, void* y) {
   c.layout = L;
   constexpr int spans = mla_dequantize_spans(mla_layout(L));
-  const std::int64_t total = c.slots() * spans, stride = item_stride();
-  for (std::int64_t first = first_item(); first < total; first += kBatch * stride) {
-    MlaSpanBytes b[kBatch];
-    std::int64_t slot[kBatch];
-    int span[kBatch];
-    KVQ_UNROLL
-    for (int i = 0; i < kBatch; ++i) {
-      const std::int64_t k = first + i * stride;
-      slot[i] = k / spans, span[i] = static_cast<int>(k % spans);
-      if (k < total) b[i] = mla_load_span(c, cache, k_scale, slot[i], span[i]);
-    }
-    KVQ_UNROLL
-    for (int i = 0; i < kBatch; ++i)
-      if (first + i * stride < total) mla_store_span(c, b[i], T, y, slot[i], span[i]);
-  }
+  batched_items(
+      c.slots() * spans,
+      [&](std::int64_t k) { return mla_load_span(c, cache, k_scale, k / spans, static_cast<int>(k % spans)); },
+      [&](std::int64_t k, const MlaSpanBytes& b) { mla_store_span(c, b, T, y, k / spans, static_cast<int>(k % spans)); });
 }
 
 // Blocks of CTAs walk the page sides, the threads of a CTA the 16-element blocks of one side

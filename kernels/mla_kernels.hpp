@@ -106,16 +106,21 @@ static_assert(kRequantChunks * kRequantChunkBytes == kMlaFp8NopeBlockScaleBf16Ro
 // A chunk's source bytes as four little-endian words (16 nope bytes; 8 rope codes in words[0, 2);
 // nothing for the scale chunk), loaded first and converted after, so that a kernel can have several
 // chunks' loads in flight before its first store.
-KVQ_HD inline void requantize_576_to_656_load(std::int64_t block_size, const std::uint8_t* src, std::int64_t slot, int chunk,
-                                              std::uint32_t* words) {
+struct MlaChunkWords {
+  std::uint32_t words[kRequantChunkBytes / 4] = {};
+};
+KVQ_HD inline MlaChunkWords requantize_576_to_656_load(std::int64_t block_size, const std::uint8_t* src, std::int64_t slot,
+                                                       int chunk) {
   constexpr int n = kRequantChunkBytes;
   constexpr MlaLayout out_layout = kMlaFp8NopeBlockScaleBf16Rope;
   constexpr int scale_chunk = out_layout.offset_of(MlaPart::tile_scales) / n, rope_chunk = out_layout.offset_of(MlaPart::rope) / n;
   const MlaCacheShape in{MlaLayoutId::fp8_nope_fp8_rope, 0, block_size};
-  if (chunk < scale_chunk) io::load_four_words(src + in.part(slot, MlaPart::nope) + n * chunk, words);
-  else if (chunk > scale_chunk) io::load_word_pair(src + in.part(slot, MlaPart::rope) + (chunk - rope_chunk) * (n / 2), words);
+  MlaChunkWords c;
+  if (chunk < scale_chunk) io::load_four_words(src + in.part(slot, MlaPart::nope) + n * chunk, c.words);
+  else if (chunk > scale_chunk) io::load_word_pair(src + in.part(slot, MlaPart::rope) + (chunk - rope_chunk) * (n / 2), c.words);
+  return c;
 }
-KVQ_HD inline void requantize_576_to_656_store(std::int64_t block_size, const std::uint32_t* loaded, float k_scale,
+KVQ_HD inline void requantize_576_to_656_store(std::int64_t block_size, const MlaChunkWords& chunk_words, float k_scale,
                                                KScale mode, std::uint8_t* dst, std::int64_t slot, int chunk) {
   using namespace mla_detail;
   constexpr int n = kRequantChunkBytes;
@@ -124,6 +129,7 @@ KVQ_HD inline void requantize_576_to_656_store(std::int64_t block_size, const st
   static_assert(scale_chunk * n == out_layout.offset_of(MlaPart::tile_scales) && rope_chunk == scale_chunk + 1 &&
                 out_layout.tiles() * 4 == n);
   const MlaCacheShape out{MlaLayoutId::fp8_nope_block_scale_bf16_rope, 0, block_size};
+  const std::uint32_t* loaded = chunk_words.words;
   std::uint32_t words[n / 4];
   if (chunk < scale_chunk) {
     KVQ_UNROLL
@@ -147,9 +153,8 @@ KVQ_HD inline void requantize_576_to_656_store(std::int64_t block_size, const st
 }
 KVQ_HD inline void requantize_576_to_656_chunk(std::int64_t block_size, const std::uint8_t* src, float k_scale,
                                                KScale mode, std::uint8_t* dst, std::int64_t slot, int chunk) {
-  std::uint32_t words[kRequantChunkBytes / 4] = {};
-  requantize_576_to_656_load(block_size, src, slot, chunk, words);
-  requantize_576_to_656_store(block_size, words, k_scale, mode, dst, slot, chunk);
+  requantize_576_to_656_store(block_size, requantize_576_to_656_load(block_size, src, slot, chunk), k_scale, mode, dst, slot,
+                              chunk);
 }
 
 // 2. Quantize token `row` of x (BF16 [tokens, dims]) into its slot, in 16-byte chunks of the

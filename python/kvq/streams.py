@@ -72,11 +72,10 @@ def verify(recipe, x, codes, scales=None, *, stream=None, **options):
     """A port's outputs against the recipe's model, bit for bit (kvq verify). CUDA tensors are
     compared on their GPU by kvq's kernels, on `stream` (default: the tensor's current stream);
     only counts and the rows of the first differences come back to the host."""
+    handle = stream_handle(x, stream)
     if stream is None and _torch_cuda(x):  # the usual pytest call: torch tensors on torch's stream
-        handle = _torch()[1](x.get_device())
         export = _on_torch_stream
     else:
-        handle = stream_handle(x, stream)
         export = lambda t: _on_stream(t, handle)  # noqa: E731
     for role in ("dequantized", "global_scale"):
         if options.get(role) is not None:

@@ -88,15 +88,19 @@ std::pair<std::int64_t, std::int64_t> element_span(const Array& a) {
   return {low, high + 1};
 }
 
-// Whether a CPU array's elements lie in C order at a.data(), aligned for their type: read in place.
-bool c_order_in_place(const Array& a, int item) {
-  if (on_cuda(a) || reinterpret_cast<std::uintptr_t>(a.data()) % static_cast<std::uintptr_t>(item) != 0) return false;
+// Whether the array's elements lie in C order (row-major, no gaps) from a.data().
+bool c_order(const Array& a) {
   std::int64_t expected_stride = 1;
   for (std::size_t d = a.ndim(); d-- > 0;) {
     if (a.shape(d) != 1 && a.stride(d) != expected_stride) return false;
     expected_stride *= static_cast<std::int64_t>(a.shape(d));
   }
   return true;
+}
+
+// Whether a CPU array's elements lie in C order at a.data(), aligned for their type: read in place.
+bool c_order_in_place(const Array& a, int item) {
+  return !on_cuda(a) && reinterpret_cast<std::uintptr_t>(a.data()) % static_cast<std::uintptr_t>(item) == 0 && c_order(a);
 }
 
 // The array's elements in C order: a C-order CPU array's own memory (no copy; the caller holds the
@@ -524,14 +528,10 @@ DeviceTensor device_tensor(const Array& a, const char* role, int device) {
   t.meta.dtype = a.dtype();
   if (t.meta.dtype.lanes != 1 || t.meta.dtype.bits % 8 != 0 || t.meta.dtype.bits == 0 || t.meta.dtype.bits > 64)
     type_error(std::string(role) + ": element type " + dtype_name(t.meta.dtype) + " is not a whole number of bytes");
-  std::int64_t expected_stride = 1;
-  for (std::size_t d = a.ndim(); d-- > 0;) {
-    t.meta.shape.insert(t.meta.shape.begin(), static_cast<std::int64_t>(a.shape(d)));
-    if (a.shape(d) != 1 && a.stride(d) != expected_stride)
-      type_error(std::string(role) + ": a CUDA tensor is compared in place and must be contiguous (C order); pass " + role +
-                 ".contiguous()");
-    expected_stride *= static_cast<std::int64_t>(a.shape(d));
-  }
+  if (!c_order(a))
+    type_error(std::string(role) + ": a CUDA tensor is compared in place and must be contiguous (C order); pass " + role +
+               ".contiguous()");
+  for (std::size_t d = 0; d < a.ndim(); ++d) t.meta.shape.push_back(static_cast<std::int64_t>(a.shape(d)));
   t.data = static_cast<const std::uint8_t*>(a.data());
   return t;
 }
