@@ -45,32 +45,54 @@ KVQ_HD inline float nibble_pattern(std::uint32_t isolated, int position, int mag
 
 // The per-span factors of a NaN-free span: element i's value is (pattern_i * a) * g, where the first
 // product is exact (value * sf * 2^-10 or value itself) and the second rounds once, as
-// dequantize_scaled_element's (v * sf) * g (v * sf is exact) or v * 2^e do.
+// dequantize_scaled_element's (v * sf) * g (v * sf is exact) or v * 2^e do. Two-level scales
+// under an encode or amax tensor parameter (param): with t = (pattern_i * a) * 2^10 = v * sf (exact),
+// (t * g) / divisor, dequantize_scaled_element's operations on the same values (encode: g = 1, the
+// divisor e; amax: g = amax, the divisor D); the division by the reciprocal rd and two FMA
+// corrections (divide_signed_by_reciprocal) where every operand is in kDecodeQuotientRange. A recipe
+// that writes +0 for every zero (unsigned_zero) has its -0 values replaced by +0.
 struct NibbleScaling {
   bool nan_free;  // no NaN can arise: the general element code is not needed
   float a, g;
+  TensorParam param = TensorParam::decode;
+  float divisor = 1.0f, rd = 0.0f;
+  bool by_reciprocal = false;
+  bool unsigned_zero = false;
 };
+// |g| and |divisor| within [2^-40, 2^40]: with v * sf in [2^-10, 2688] (or 0), every product and
+// quotient is a normal FP32 number, where divide_by_reciprocal gives the IEEE quotient.
+inline constexpr float kDecodeQuotientMin = 0x1p-40f, kDecodeQuotientMax = 0x1p40f;
+KVQ_HD inline bool in_decode_quotient_range(float x) {
+  return fabsf(x) >= kDecodeQuotientMin && fabsf(x) <= kDecodeQuotientMax;
+}
 inline constexpr int kNibbleSplit = 10;  // two-level: a = sf * 2^(unscale - 10) <= 448 * 2^117, finite
 static_assert(kNibbleSplit == 10, "nibble_scaling's bound on g is 2^(128 - kNibbleSplit) = 2^118");
 
-// Two-level (E4M3 scale sf under g): NaN-free unless sf is NaN (0x7F, 0xFF) or |g| >= 2^118 (g * 2^10
-// would not be exact; inf and NaN included). Then (v * sf) * g has no NaN: v * sf is finite and
-// g finite. E8M0 (2^e): NaN-free unless the scale is NaN (0xFF). Never NaN-free for a recipe that writes
-// +0 for a zero (dequantize_unsigned_zero: the general element code does).
+// Two-level (E4M3 scale sf): NaN-free unless sf is NaN (0x7F, 0xFF) or g is not what the tensor
+// parameter admits. Decode: |g| < 2^118 (g * 2^10 exact; inf and NaN excluded), and (v * sf) * g
+// has no NaN: v * sf is finite and g finite. Encode: e finite and nonzero ((v * sf) / e: no 0 / 0,
+// no NaN e). Amax: amax finite ((v * sf) * amax: no 0 * inf; an overflow to inf stays inf over the
+// finite divisor). E8M0 (2^e): NaN-free unless the scale is NaN (0xFF).
 KVQ_HD inline NibbleScaling nibble_scaling(const Recipe& r, std::uint8_t scale_code, float g) {
   const NibbleFormat f = nibble_format(r.element);
   const float unscale = float_from_bits(static_cast<std::uint32_t>(f.unscale + 127) << 23);
   if (r.scale == BlockScale::e4m3_two_level) {
     const float sf = block_scale_value(r, scale_code);
     const float split = float_from_bits(static_cast<std::uint32_t>(kNibbleSplit + 127) << 23);
-    const bool g_exact = fabsf(g) < 0x1p118f;  // 2^(128 - kNibbleSplit); first, so a kernel decides it once
-    // Encode and amax tensor parameters ((v * sf) / e, ((v * sf) * amax) / D) take the general code.
-    const bool nan_free = g_exact & ((scale_code & 0x7Fu) != 0x7Fu) & (r.tensor_param == TensorParam::decode) &
-                      !r.dequantize_unsigned_zero;
-    return {nan_free, sf * (unscale / split), g * split};
+    const TensorParam param = dequantize_tensor_param(r);
+    // first, so a kernel decides it once
+    const bool g_ok = param == TensorParam::decode   ? fabsf(g) < 0x1p118f  // 2^(128 - kNibbleSplit)
+                      : param == TensorParam::encode ? fabsf(g) <= kFp32Max && g != 0.0f
+                                                     : fabsf(g) <= kFp32Max;
+    const bool nan_free = g_ok & ((scale_code & 0x7Fu) != 0x7Fu);
+    const float a = sf * (unscale / split);
+    if (param == TensorParam::decode) return {nan_free, a, g * split, param, 1.0f, 0.0f, false, r.dequantize_unsigned_zero};
+    const float m = param == TensorParam::encode ? 1.0f : g, divisor = param == TensorParam::encode ? g : r.tensor_divisor;
+    const bool by_reciprocal = in_decode_quotient_range(m) && in_decode_quotient_range(divisor);
+    return {nan_free, a, m, param, divisor, by_reciprocal ? 1.0f / divisor : 0.0f, by_reciprocal, r.dequantize_unsigned_zero};
   }
-  return {r.scale == BlockScale::e8m0_pow2 && scale_code != 0xFF && !r.dequantize_unsigned_zero, unscale,
-          block_scale_value(r, scale_code)};
+  return {r.scale == BlockScale::e8m0_pow2 && scale_code != 0xFF, unscale, block_scale_value(r, scale_code),
+          TensorParam::decode, 1.0f, 0.0f, false, r.dequantize_unsigned_zero};
 }
 
 // Eight codes of a little-endian word (element i in bits 4i..4i+3) -> their FP32 patterns. Pairs
@@ -89,8 +111,17 @@ KVQ_HD inline void nibble_word_patterns(std::uint32_t w, int mag_shift, float* p
 // Eight codes of a word -> the FP32 values of a NaN-free span.
 KVQ_HD inline void nibble_word_values(std::uint32_t w, int mag_shift, const NibbleScaling& k, float* y) {
   nibble_word_patterns(w, mag_shift, y);
+  const float split = float_from_bits(static_cast<std::uint32_t>(kNibbleSplit + 127) << 23);
   KVQ_UNROLL
-  for (int i = 0; i < 8; ++i) y[i] = (y[i] * k.a) * k.g;
+  for (int i = 0; i < 8; ++i) {
+    if (k.param == TensorParam::decode) {
+      y[i] = (y[i] * k.a) * k.g;
+    } else {
+      const float p = ((y[i] * k.a) * split) * k.g;  // (v * sf) * g, v * sf exact
+      y[i] = k.by_reciprocal ? divide_signed_by_reciprocal(p, k.divisor, k.rd) : p / k.divisor;
+    }
+    if (k.unsigned_zero && y[i] == 0.0f) y[i] = 0.0f;
+  }
 }
 
 // Two non-NaN FP32 values -> BF16 / FP16 (round to nearest even), lo in the low half: the device's
@@ -117,8 +148,15 @@ KVQ_HD inline std::uint32_t fp16x2_rne_finite(float lo, float hi) {
 // factor * 2^e (E8M0). NaN-free as nibble_scaling, and where g is finite (e4m3x2_of_products takes
 // finite inputs; an inf factor leaves the general code). factor * 2^e may lose bits below FP32's
 // normal range, and then every |product| <= 6 * 2^-126 rounds to E4M3 +-0 either way.
+// The workspace's value does not depend on the tensor parameter (the factor carries it) or on the
+// sign of a zero's dequantized value: both are read as decode's and signed.
 KVQ_HD inline NibbleScaling nibble_requant_scaling(const Recipe& r, std::uint8_t scale_code, float factor) {
-  if (r.scale == BlockScale::e4m3_two_level) return nibble_scaling(r, scale_code, factor);
+  if (r.scale == BlockScale::e4m3_two_level) {
+    Recipe decode = r;
+    decode.tensor_param = TensorParam::decode;
+    decode.two_level = TwoLevel::reference;  // not an amax style
+    return nibble_scaling(decode, scale_code, factor);
+  }
   NibbleScaling k = nibble_scaling(r, scale_code, 1.0f);  // k.g = 2^e
   k.g = factor * k.g;
   k.nan_free = k.nan_free && fabsf(k.g) <= kFp32Max;

@@ -7,7 +7,7 @@
 // each element costs three FMAs and three minimums (e2m1_magnitude_magic), its code and sign move
 // to its nibble with integer multiply-adds, and the IEEE division of
 // the reference recipe becomes a reciprocal per block and two FMA corrections per element
-// (divide_by_reciprocal). Blocks that are not plain (a NaN or inf element; rules or variants with
+// (divide_by_reciprocal, formats/reciprocal.hpp). Blocks that are not plain (a NaN or inf element; rules or variants with
 // no fast form here) run quantize_block itself, so the results never differ.
 #pragma once
 
@@ -17,19 +17,6 @@
 
 namespace kvq {
 
-// x / d correctly rounded, given y = 1/d correctly rounded (IEEE): q0 = x * y is within two ulps
-// of x / d, one FMA correction q1 = q0 + (x - q0 * d) * y makes it faithful, and a second gives
-// the correctly rounded quotient (Markstein's theorem: y within half an ulp of 1/d, q1 within an
-// ulp of x / d; each residual x - q * d is then exact in one FMA). Holds while nothing over- or
-// underflows: the caller keeps d in [2^-64, 2^64]. Quotients that overflow give inf or NaN, which
-// every 4-bit code saturates the same way as the IEEE quotient. The gpu suite compares the codes
-// of the two over all 2^32 x for a set of d (fast-paths/...).
-KVQ_HD inline float divide_by_reciprocal(float x, float d, float y) {
-  const float q0 = x * y;
-  const float q1 = fmaf(fmaf(-q0, d, x), y, q0);
-  return fmaf(fmaf(-q1, d, x), y, q1);
-}
-inline constexpr float kDivideByReciprocalMin = 0x1p-64f, kDivideByReciprocalMax = 0x1p64f;
 
 // The reference two-level rule (recipe_detail::two_level_plan) divides three times a block:
 // (bmax / divisor) / g for the scale, and (1/g) / sf for a multiplier. The lean plans compute the

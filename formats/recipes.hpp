@@ -197,6 +197,13 @@ KVQ_HD constexpr bool tensor_param_is_amax(const Recipe& r) {
           r.two_level == TwoLevel::four_over_six_amax);  // the package's styles take amax whatever the field says
 }
 
+// The tensor parameter that dequantize_scaled_element reads: decode for every scale kind but
+// two-level, whose value is (v * sf) * g, (v * sf) / e or ((v * sf) * amax) / D.
+KVQ_HD constexpr TensorParam dequantize_tensor_param(const Recipe& r) {
+  if (r.scale != BlockScale::e4m3_two_level) return TensorParam::decode;
+  return tensor_param_is_amax(r) ? TensorParam::amax : r.tensor_param;
+}
+
 // Whether a recipe departs from the arithmetic the kernels' fixed configurations and fast forms
 // specialise (the port and engine variant fields): such recipes run quantize_block in every
 // kernel (the generic instantiation) and on the CPU.

@@ -11,6 +11,7 @@
 // scale is a power of two sees IEEE reciprocals only.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -61,6 +62,29 @@ KVQ_HD inline float rcp_approx_ftz(float x) {
 #else
   return rcp_approx_ftz_model(x);
 #endif
+}
+
+// x / d correctly rounded, given y = 1/d correctly rounded (IEEE): q0 = x * y is within two ulps
+// of x / d, one FMA correction q1 = q0 + (x - q0 * d) * y makes it faithful, and a second gives
+// the correctly rounded quotient (Markstein's theorem: y within half an ulp of 1/d, q1 within an
+// ulp of x / d; each residual x - q * d is then exact in one FMA). Holds while nothing over- or
+// underflows: the caller keeps d in [2^-64, 2^64]. Quotients that overflow give inf or NaN, which
+// every 4-bit code saturates the same way as the IEEE quotient. The gpu suite compares the codes
+// of the two over all 2^32 x for a set of d (fast-paths/...). The sign of a zero quotient may
+// differ (+0 for -0 / d): callers that keep it divide magnitudes (formats/fast_decode.hpp).
+KVQ_HD inline float divide_by_reciprocal(float x, float d, float y) {
+  const float q0 = x * y;
+  const float q1 = fmaf(fmaf(-q0, d, x), y, q0);
+  return fmaf(fmaf(-q1, d, x), y, q1);
+}
+inline constexpr float kDivideByReciprocalMin = 0x1p-64f, kDivideByReciprocalMax = 0x1p64f;
+
+// x / d correctly rounded with IEEE's sign, given y = RN(1/d), where divide_by_reciprocal holds
+// for |x| and |d|: the magnitudes divided, the sign of x xor d or-ed in (a zero quotient then keeps
+// the sign IEEE gives it).
+KVQ_HD inline float divide_signed_by_reciprocal(float x, float d, float y) {
+  const float q = divide_by_reciprocal(fabsf(x), fabsf(d), fabsf(y));
+  return float_from_bits(bits_of(q) | ((bits_of(x) ^ bits_of(d)) & 0x80000000u));
 }
 
 KVQ_HD inline float reciprocal(Reciprocal kind, float x) {

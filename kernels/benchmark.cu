@@ -114,9 +114,11 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
   auto copy_gbps = [&](double bytes, double* gbps) {  // bytes/2 read + bytes/2 written, at most the input's
     return copy_rate(copy, x, std::min(static_cast<std::size_t>(bytes), 2 * in_bytes), repeats, gbps);
   };
+  float amax = 0.0f;  // max |x|
   if (e.ok()) {
     double ms = 0, copy_rate = 0;
     e = time_median([&] { return device::amax(dtype, x, count, static_cast<float*>(m), nullptr); }, repeats, &ms);
+    if (e.ok()) e = status(cudaMemcpy(&amax, m, sizeof(float), cudaMemcpyDeviceToHost));
     if (e.ok()) e = copy_gbps(2.0 * static_cast<double>(in_bytes), &copy_rate);
     out->push_back({"amax", "-", name_of(dtype), static_cast<double>(in_bytes), ms, in_bytes / (ms * 1e6), copy_rate});
     // The write-only yardstick: cudaMemset of the input's bytes against a copy moving as many
@@ -131,7 +133,10 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
     if (!e.ok()) break;
     QuantizeShape s{c.recipe, rows, cols};
     const double q_bytes = static_cast<double>(in_bytes + s.code_bytes() + s.scale_bytes());
-    const float g = 1.0f;
+    // The recipe's own tensor parameter of x (decode scale, encode scale or amax), as a caller
+    // passes it: the codes and scales then span the formats as in use (an arbitrary g can saturate
+    // every block scale, or make it NaN under a non-saturating cast).
+    const float g = c.recipe.scale == BlockScale::e8m0_pow2 ? 1.0f : tensor_scale(c.recipe, amax);
     double ms = 0, copy_rate = 0;
     e = time_median([&] {
           return device::quantize(s, dtype, x, g, static_cast<std::uint8_t*>(codes), static_cast<std::uint8_t*>(scales), nullptr);
@@ -155,7 +160,7 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
   }
   // Paged store (kernels/paged_store.hpp) for the FP8 per-tensor and NVFP4 recipes: K and V are
   // the two halves of x as [T, 8 heads, cols], block_size 16, the blocks in a shuffled order
-  // (fixed seed), no padding, scales 1; check_slots off (its host check syncs the stream); NVFP4
+  // (fixed seed), no padding, K's and V's tensor parameters that of x; check_slots off (its host check syncs the stream); NVFP4
   // scales swizzled as paged_swizzle says.
   // Bytes: K and V read, slot_mapping read, every cache byte of the T tokens written.
   const std::int64_t paged_heads = 8, paged_tokens = count / (2 * paged_heads * cols) / 16 * 16;
@@ -183,7 +188,7 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
       s.input = dtype;
       s.check_slots = false;
       PagedScales paged_scales;
-      paged_scales.k[0] = paged_scales.v[0] = 1.0f;
+      paged_scales.k[0] = paged_scales.v[0] = tensor_scale(c.recipe, amax);  // the recipe's parameter of x
       auto* cache = static_cast<std::uint8_t*>(codes);  // count bytes: room for either layout
       const PagedStoreArgs a{x, static_cast<const unsigned char*>(x) + in_bytes / 2, static_cast<const std::int64_t*>(slots),
                              cache, fp8 ? cache + s.layout.buffer_bytes() : nullptr};

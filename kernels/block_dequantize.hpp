@@ -139,27 +139,21 @@ KVQ_HD inline void dequantize_one_block(const QuantizeShape& s, const std::uint8
   dequantize_span<kN>(s, codes, scales, g, output, y, row, b, 0, s.block());
 }
 
-// kWords (1 or 2) words of eight 4-bit codes (at `word`) of a block with scale code `scale`, to
-// 8 * kWords workspace E4M3 codes at out: formats/fast_decode.hpp where NaN-free
-// (nibble_requant_scaling, decided once for the words), else requantize_e4m3 element by element.
-// The words are loaded first, as in dequantize_nibble_word.
+// kWords (1 or 2) words of eight 4-bit codes of a block with scale code `scale`, to 8 * kWords
+// workspace E4M3 codes (little-endian words, code i in byte i): formats/fast_decode.hpp where
+// NaN-free (nibble_requant_scaling, decided once for the words), else requantize_e4m3 element by
+// element.
 template <int kWords = 1>
-KVQ_HD inline void requantize_nibble_words(const Recipe& r, const std::uint8_t* word, std::uint8_t scale, float factor,
-                                           std::uint8_t* out) {
+KVQ_HD inline void requantize_nibble_codes(const Recipe& r, const std::uint32_t* codes, std::uint8_t scale, float factor,
+                                           std::uint32_t* words) {
   static_assert(kWords == 1 || kWords == 2);
-  std::uint32_t codes[kWords];
-  if constexpr (kWords == 2) {
-    io::load_word_pair(word, codes);
-  } else {
-    codes[0] = io::load_word(word);
-  }
   const NibbleScaling k = nibble_requant_scaling(r, scale, factor);
-  std::uint32_t words[2 * kWords] = {};
   KVQ_UNROLL
   for (int w = 0; w < kWords; ++w) {
     if (k.nan_free) {
       nibble_word_e4m3(codes[w], nibble_format(r.element).mag_shift, k, words + 2 * w);
     } else {
+      words[2 * w] = words[2 * w + 1] = 0;
       KVQ_UNROLL
       for (int i = 0; i < 8; ++i)
         words[2 * w + i / 4] |=
@@ -167,6 +161,20 @@ KVQ_HD inline void requantize_nibble_words(const Recipe& r, const std::uint8_t* 
             << (8 * (i % 4));
     }
   }
+}
+// The same from the words at `word` to the codes at out. The words are loaded first, as in
+// dequantize_nibble_word.
+template <int kWords = 1>
+KVQ_HD inline void requantize_nibble_words(const Recipe& r, const std::uint8_t* word, std::uint8_t scale, float factor,
+                                           std::uint8_t* out) {
+  std::uint32_t codes[kWords];
+  if constexpr (kWords == 2) {
+    io::load_word_pair(word, codes);
+  } else {
+    codes[0] = io::load_word(word);
+  }
+  std::uint32_t words[2 * kWords];
+  requantize_nibble_codes<kWords>(r, codes, scale, factor, words);
   io::store_words(out, words, 2 * kWords);
 }
 

@@ -192,8 +192,8 @@ Status nvfp4_paged_to_workspace_cpu(const WorkspaceBatch& w, const std::uint8_t*
                                     float factor_k, float factor_v, std::uint8_t* k_out, std::uint8_t* v_out) {
   if (auto e = validate(w, factor_k, factor_v); !e.ok()) return e;
   if (auto e = validate_tables(w, block_tables, cu_seq_lens); !e.ok()) return e;
-  for (std::int64_t item = 0; item < w.items(); ++item)
-    nvfp4_page_to_workspace_item(w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out, item);
+  for (std::int64_t side = 0; side < w.page_sides(); ++side)
+    nvfp4_page_side_to_workspace(w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out, side);
   return {};
 }
 

@@ -26,15 +26,15 @@ Status launched() {
 __device__ inline std::int64_t first_item() { return blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; }
 __device__ inline std::int64_t item_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
 
-// Grid-strided items [0, total), kBatch a thread an iteration: load(k) of each before the first
-// store(k, loaded); one item at a time (8-16 bytes) leaves too few bytes in flight to keep the
-// memory system busy (docs/performance.md "MLA layouts and the NVFP4 paged workspace").
+// Items [begin, end) strided from `first` by `stride`, kBatch a thread an iteration: load(k) of each
+// before the first store(k, loaded); one item at a time (8-16 bytes) leaves too few bytes in flight
+// to keep the memory system busy (docs/performance.md "MLA layouts and the NVFP4 paged workspace").
 constexpr int kBatch = 4;
 template <class Load, class Store>
-__device__ inline void batched_items(std::int64_t total, const Load& load, const Store& store) {
+__device__ inline void batched_range(std::int64_t first, std::int64_t total, std::int64_t stride, const Load& load,
+                                     const Store& store) {
   using Loaded = decltype(load(std::int64_t{}));
-  const std::int64_t stride = item_stride();
-  for (std::int64_t first = first_item(); first < total; first += kBatch * stride) {
+  for (; first < total; first += kBatch * stride) {
     Loaded loaded[kBatch];
     KVQ_UNROLL
     for (int i = 0; i < kBatch; ++i)
@@ -43,6 +43,11 @@ __device__ inline void batched_items(std::int64_t total, const Load& load, const
     for (int i = 0; i < kBatch; ++i)
       if (first + i * stride < total) store(first + i * stride, loaded[i]);
   }
+}
+// Grid-strided items [0, total).
+template <class Load, class Store>
+__device__ inline void batched_items(std::int64_t total, const Load& load, const Store& store) {
+  batched_range(first_item(), total, item_stride(), load, store);
 }
 
 __global__ void requantize_576_to_656_kernel(std::int64_t slots, std::int64_t block_size, const std::uint8_t* src,
@@ -109,16 +114,20 @@ __global__ void dequantize_kernel(MlaCacheShape c, const std::uint8_t* cache, fl
 }
 
 // Blocks of CTAs walk the page sides, the threads of a CTA the 16-element blocks of one side
-// (contiguous 8-byte loads, 16-byte stores).
+// (contiguous 8-byte loads, 16-byte stores), kBatch blocks' loads in flight a thread; a side's
+// request, page and rows are found once a thread (nvfp4_page_side).
 __global__ void workspace_kernel(WorkspaceBatch w, const std::uint8_t* cache, const std::int32_t* block_tables,
                                  const std::int32_t* cu_seq_lens, float factor_k, float factor_v, std::uint8_t* k_out,
                                  std::uint8_t* v_out) {
   w.recipe.element = FormatId::e2m1;  // what validate() admits, as constants: requantize_e4m3 folds
   w.recipe.scale = BlockScale::e4m3_two_level;
   w.rounding = WorkspaceRounding{};  // the launcher admits the single rounding alone
-  for (std::int64_t side = blockIdx.x; side < w.page_sides(); side += gridDim.x)
-    for (std::int64_t i = threadIdx.x; i < w.page_items(); i += blockDim.x)
-      nvfp4_page_side_to_workspace(w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out, side, i);
+  for (std::int64_t side = blockIdx.x; side < w.page_sides(); side += gridDim.x) {
+    const Nvfp4PageSide p = nvfp4_page_side(w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out, side);
+    batched_range(
+        p.first + threadIdx.x, p.end, blockDim.x, [&](std::int64_t i) { return nvfp4_page_block_load(p, i); },
+        [&](std::int64_t i, const Nvfp4BlockBytes& bytes) { nvfp4_page_block_store(w, p, i, bytes); });
+  }
 }
 
 }  // namespace
@@ -141,10 +150,11 @@ Status mla_quantize(const MlaCacheShape& c, const std::uint16_t* x, const std::i
   if (num_tokens == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   const int grid = grid_of(num_tokens * 32);  // a warp a token
+  const MlaCacheShape split = c.with_slot_split();
   if (c.layout == MlaLayoutId::fp8_nope_block_scale_bf16_rope)
-    quantize_kernel<MlaLayoutId::fp8_nope_block_scale_bf16_rope><<<grid, kThreads, 0, st>>>(c, x, slot_mapping, num_tokens, cache);
+    quantize_kernel<MlaLayoutId::fp8_nope_block_scale_bf16_rope><<<grid, kThreads, 0, st>>>(split, x, slot_mapping, num_tokens, cache);
   else
-    quantize_kernel<MlaLayoutId::model1_fp8_sparse><<<grid, kThreads, 0, st>>>(c, x, slot_mapping, num_tokens, cache);
+    quantize_kernel<MlaLayoutId::model1_fp8_sparse><<<grid, kThreads, 0, st>>>(split, x, slot_mapping, num_tokens, cache);
   return launched();
 }
 
@@ -154,11 +164,12 @@ Status mla_dequantize(const MlaCacheShape& c, const std::uint8_t* cache, float k
   if (c.slots() == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   const int grid = grid_of(c.slots() * mla_dequantize_spans(c.desc()) / kBatch + 1);
+  const MlaCacheShape split = c.with_slot_split();
   const auto launch = [&]<MlaLayoutId L>() {
     switch (output) {
-      case DType::bf16: dequantize_kernel<L, DType::bf16><<<grid, kThreads, 0, st>>>(c, cache, k_scale, y); break;
-      case DType::fp16: dequantize_kernel<L, DType::fp16><<<grid, kThreads, 0, st>>>(c, cache, k_scale, y); break;
-      case DType::fp32: dequantize_kernel<L, DType::fp32><<<grid, kThreads, 0, st>>>(c, cache, k_scale, y); break;
+      case DType::bf16: dequantize_kernel<L, DType::bf16><<<grid, kThreads, 0, st>>>(split, cache, k_scale, y); break;
+      case DType::fp16: dequantize_kernel<L, DType::fp16><<<grid, kThreads, 0, st>>>(split, cache, k_scale, y); break;
+      case DType::fp32: dequantize_kernel<L, DType::fp32><<<grid, kThreads, 0, st>>>(split, cache, k_scale, y); break;
     }
   };
   switch (c.layout) {

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "formats/recipe_names.hpp"
+#include "kernels/fast_divide.hpp"
 #include "kernels/lane_quantize.hpp"
 #include "kernels/mla_layouts.hpp"
 #include "kernels/quantize.hpp"
@@ -28,7 +29,16 @@ struct MlaCacheShape {
   std::int64_t block_size = 0;  // tokens a block
   KVQ_HD constexpr MlaLayout desc() const { return mla_layout(layout); }
   KVQ_HD constexpr std::int64_t slots() const { return num_blocks * block_size; }
+  // This shape with slot_split set (a block_size of 32 bits; else unchanged).
+  MlaCacheShape with_slot_split() const {
+    MlaCacheShape c = *this;
+    if (block_size >= 1 && (block_size >> 31) == 0) c.slot_split = FastDivide32(static_cast<std::uint32_t>(block_size));
+    return c;
+  }
   KVQ_HD constexpr std::int64_t bytes() const { return num_blocks * desc().block_bytes(block_size); }
+  // block_size's multiply-high divider where a launcher set it (with_slot_split): MODEL1's slot
+  // split without a 32-bit division sequence.
+  FastDivide32 slot_split{};
   // A layout without tail records or block padding keeps token s at s * record bytes (the same
   // offset, without a division); MODEL1 splits the slot, in 32 bits where it fits.
   KVQ_HD constexpr std::int64_t part(std::int64_t slot, MlaPart p) const {
@@ -36,6 +46,11 @@ struct MlaCacheShape {
     if (l.tail_segments == 0 && l.block_align == 1) return slot * l.record_bytes() + l.offset_of(p);
     if (((slot | block_size) >> 31) == 0) {
       const auto s = static_cast<std::uint32_t>(slot), T = static_cast<std::uint32_t>(block_size);
+      if (slot_split.divisor == T) {
+        std::uint32_t block = 0, token = 0;
+        slot_split.divide(s, &block, &token);
+        return l.part_offset(block_size, block, token, p);
+      }
       return l.part_offset(block_size, s / T, s % T, p);
     }
     return l.part_offset(block_size, slot / block_size, slot % block_size, p);
@@ -317,15 +332,31 @@ KVQ_HD inline void mla_store_span(const MlaCacheShape& c, const MlaSpanBytes& b,
   const MlaLayout l = c.desc();
   const int d = span * n;
   const FormatId f = l.segment(d >= l.nope_dims() ? MlaPart::rope : MlaPart::nope).format;
+  // A span with no NaN value (no BF16 NaN; no E4M3 NaN code and a finite scale, so no 0 * inf)
+  // takes the paired conversions without NaN tests (io::store_values<true>; the same bits).
   float values[n];
+  bool nan_free = true;
   if (f == FormatId::bf16) {
     KVQ_UNROLL
-    for (int i = 0; i < n; ++i) values[i] = canonical(float_from_bits(((b.words[i / 2] >> (16 * (i % 2))) & 0xFFFFu) << 16));
+    for (int i = 0; i < n; ++i) {
+      const std::uint32_t half = (b.words[i / 2] >> (16 * (i % 2))) & 0xFFFFu;
+      nan_free = nan_free && (half & 0x7FFFu) <= 0x7F80u;
+      values[i] = float_from_bits(half << 16);
+    }
   } else {
+    nan_free = !word_has_e4m3_nan(b.words[0]) && !word_has_e4m3_nan(b.words[1]) && fabsf(b.scale) <= kFp32Max;
     KVQ_UNROLL
-    for (int i = 0; i < n; ++i)
-      values[i] = canonical(e4m3_value_fast(static_cast<std::uint8_t>(b.words[i / 4] >> (8 * (i % 4)))) * b.scale);
+    for (int i = 0; i < n; ++i) values[i] = byte_code_value(false, b.words[i / 4], i % 4) * b.scale;  // e4m3 value, exact
   }
+  if (nan_free) {
+    io::store_values<true>(output, y, slot * l.dims() + d, n, values);
+    return;
+  }
+  KVQ_UNROLL
+  for (int i = 0; i < n; ++i)  // byte_code_value reads an E4M3 NaN code as a number: the codec's value here
+    values[i] = canonical(f == FormatId::bf16 ? values[i]
+                                              : e4m3_value_fast(static_cast<std::uint8_t>(b.words[i / 4] >> (8 * (i % 4)))) *
+                                                    b.scale);
   io::store_values(output, y, slot * l.dims() + d, n, values);
 }
 KVQ_HD inline void mla_dequantize_span(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output,
@@ -357,51 +388,83 @@ struct WorkspaceBatch {
   KVQ_HD constexpr std::int64_t workspace_bytes() const { return workspace_tokens * pages.heads * pages.head_dim; }
 };
 
-// Block i of one page side: token t = i / blocks_per_row of page block_tables[b][k], so request
-// position k * block_size + t and workspace row cu_seq_lens[b] + that; the block's packed codes
+// One page side (request b, table column k, side: page_side = (b * columns + k) * 2 + side), found
+// once for its blocks: block i is token t = i / blocks_per_row of page block_tables[b][k], so
+// request position k * block_size + t and workspace row cu_seq_lens[b] + that; its packed codes
 // are at the side's data + 8 i, its scale at the side's scales + i, its output at the page's first
-// row + 16 i (the rows of a page are contiguous in the workspace): no division by a runtime size.
-// Positions past the request's length write nothing; a page id outside [0, num_blocks) or a row
-// outside the workspace (the twin rejects both first) never reads or writes out of bounds: the
-// row's block becomes 0x7F (E4M3 NaN), or nothing is written when the row itself is out of range.
-KVQ_HD inline void nvfp4_page_side_to_workspace(const WorkspaceBatch& w, const std::uint8_t* cache,
-                                                const std::int32_t* block_tables, const std::int32_t* cu_seq_lens,
-                                                float factor_k, float factor_v, std::uint8_t* k_out,
-                                                std::uint8_t* v_out, std::int64_t page_side, std::int64_t i) {
-  constexpr int n = Nvfp4PageGeometry::kBlock;
+// row + 16 i (the rows of a page are contiguous in the workspace): no division by a runtime size
+// a block. Blocks at positions past the request's length, or in rows outside the workspace, are
+// not in [first, end) and write nothing; a page id outside [0, num_blocks) (the twin rejects it
+// first) reads nothing and writes 0x7F (E4M3 NaN) codes.
+struct Nvfp4PageSide {
+  const std::uint8_t* data = nullptr;    // the side's packed codes; nullptr for a page id out of range
+  const std::uint8_t* scales = nullptr;  // its block scales
+  std::uint8_t* out = nullptr;           // the K or V workspace
+  std::int64_t out_first = 0;            // the byte offset of the side's first row in it
+  std::int64_t first = 0, end = 0;       // the blocks it writes
+  float factor = 0.0f;
+};
+KVQ_HD inline Nvfp4PageSide nvfp4_page_side(const WorkspaceBatch& w, const std::uint8_t* cache,
+                                            const std::int32_t* block_tables, const std::int32_t* cu_seq_lens,
+                                            float factor_k, float factor_v, std::uint8_t* k_out, std::uint8_t* v_out,
+                                            std::int64_t page_side) {
   const Nvfp4PageGeometry& g = w.pages;
   const int side = static_cast<int>(page_side % 2);
   const std::int64_t k = page_side / 2 % w.max_blocks_per_seq, b = page_side / 2 / w.max_blocks_per_seq;
   const std::int64_t start = cu_seq_lens[b], per_token = w.blocks_per_row();
   const std::int64_t first_pos = k * g.block_size, first_row = start + first_pos;
-  if (i >= (cu_seq_lens[b + 1] - start - first_pos) * per_token) return;              // position past the length
-  if (i < -first_row * per_token || i >= (w.workspace_tokens - first_row) * per_token) return;  // row outside
-  std::uint8_t* out = (side == 0 ? k_out : v_out) + first_row * g.heads * g.head_dim + i * n;
+  Nvfp4PageSide p;
+  p.first = first_row < 0 ? -first_row * per_token : 0;
+  const std::int64_t past_length = (cu_seq_lens[b + 1] - start - first_pos) * per_token;
+  const std::int64_t past_rows = (w.workspace_tokens - first_row) * per_token;
+  p.end = past_length < past_rows ? past_length : past_rows;
+  if (p.end > w.page_items()) p.end = w.page_items();
+  p.out = side == 0 ? k_out : v_out;
+  p.out_first = first_row * g.heads * g.head_dim;
+  p.factor = side == 0 ? factor_k : factor_v;
   const std::int64_t page = block_tables[b * w.max_blocks_per_seq + k];
-  std::uint8_t codes[n];
-  if (page < 0 || page >= g.num_blocks) {
+  if (page >= 0 && page < g.num_blocks) {
+    p.data = cache + g.data_offset(page, side, 0, 0);
+    p.scales = cache + g.scale_offset(page, side, 0, 0);
+  }
+  return p;
+}
+// Block i of a page side in two halves, so a kernel can have several blocks' loads in flight
+// before the first store: its two words of codes and its scale, then its sixteen workspace codes.
+struct Nvfp4BlockBytes {
+  std::uint32_t codes[2] = {};
+  std::uint8_t scale = 0;
+};
+KVQ_HD inline Nvfp4BlockBytes nvfp4_page_block_load(const Nvfp4PageSide& p, std::int64_t i) {
+  Nvfp4BlockBytes bytes;
+  if (p.data != nullptr) {
+    io::load_word_pair(p.data + 8 * i, bytes.codes);
+    bytes.scale = p.scales[i];
+  }
+  return bytes;
+}
+KVQ_HD inline void nvfp4_page_block_store(const WorkspaceBatch& w, const Nvfp4PageSide& p, std::int64_t i,
+                                          const Nvfp4BlockBytes& bytes) {
+  std::uint32_t words[4] = {0x7F7F7F7Fu, 0x7F7F7F7Fu, 0x7F7F7F7Fu, 0x7F7F7F7Fu};
+  if (p.data != nullptr && w.rounding.reference()) {
+    requantize_nibble_codes<2>(w.recipe, bytes.codes, bytes.scale, p.factor, words);
+  } else if (p.data != nullptr) {
     KVQ_UNROLL
-    for (int e = 0; e < n; ++e) codes[e] = 0x7F;
-  } else {
-    std::uint8_t packed[n / 2];
-    io::load_bytes(cache + g.data_offset(page, side, 0, 0) + i * (n / 2), n / 2, packed);
-    const std::uint8_t scale = cache[g.scale_offset(page, side, 0, 0) + i];
-    const float factor = side == 0 ? factor_k : factor_v;
-    KVQ_UNROLL
-    for (int e = 0; e < n; ++e) {
-      const std::uint8_t code = (e & 1) ? e2m1_odd(packed[e / 2]) : e2m1_even(packed[e / 2]);
-      codes[e] = requantize_e4m3_rounded(w.recipe, scale, code, factor, w.rounding);
+    for (int e = 0; e < Nvfp4PageGeometry::kBlock; ++e) {
+      const auto code = static_cast<std::uint8_t>((bytes.codes[e / 8] >> (4 * (e % 8))) & 0xFu);
+      const std::uint32_t byte = requantize_e4m3_rounded(w.recipe, bytes.scale, code, p.factor, w.rounding);
+      words[e / 4] = (e % 4 ? words[e / 4] : 0u) | byte << (8 * (e % 4));
     }
   }
-  io::store_bytes(out, codes, n);
+  io::store_words(p.out + p.out_first + Nvfp4PageGeometry::kBlock * i, words, 4);
 }
-// Item `item` of w.items(): (page side item / page_items, block item % page_items).
-KVQ_HD inline void nvfp4_page_to_workspace_item(const WorkspaceBatch& w, const std::uint8_t* cache,
+// Every block of one page side (the CPU twin's order).
+KVQ_HD inline void nvfp4_page_side_to_workspace(const WorkspaceBatch& w, const std::uint8_t* cache,
                                                 const std::int32_t* block_tables, const std::int32_t* cu_seq_lens,
                                                 float factor_k, float factor_v, std::uint8_t* k_out,
-                                                std::uint8_t* v_out, std::int64_t item) {
-  nvfp4_page_side_to_workspace(w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out,
-                               item / w.page_items(), item % w.page_items());
+                                                std::uint8_t* v_out, std::int64_t page_side) {
+  const Nvfp4PageSide p = nvfp4_page_side(w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out, page_side);
+  for (std::int64_t i = p.first; i < p.end; ++i) nvfp4_page_block_store(w, p, i, nvfp4_page_block_load(p, i));
 }
 
 // Validation (a Status: success or a message naming the argument). The *_cpu twins also check table contents

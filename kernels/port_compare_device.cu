@@ -85,7 +85,8 @@ __global__ void compare_kernel(QuantizeShape s, float g, const std::uint8_t* exp
 // variants) run quantize + compare_port: one more instantiation of each would double the compile
 // time of this unit for inputs that are rarely that large.
 template <int C, DType T>
-constexpr bool kFusedOf = C != quantize_shared::kGeneric && T != DType::fp32 && !quantize_shared::kLaneSplitOf<C, T>;
+constexpr bool kFusedOf = C != quantize_shared::kGeneric && T != DType::fp32 && !quantize_shared::kLaneSplitOf<C, T> &&
+                          quantize_shared::kQuantizesOf<C>;
 
 template <int C, DType T>
 __global__ void quantize_compare_kernel(QuantizeShape shape, const void* x, float g, CompareSink codes, CompareSink scales,

@@ -199,7 +199,7 @@ Status quantize(const QuantizeShape& s, DType input, const void* x, float g, std
   if (work == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   return status(dispatch(s, input, [&]<int C, DType T>() {
-    if constexpr (kLaneSplitOf<C, T>) {  // lane-split (above): no per-block kernel for it is built
+    if constexpr (kLaneSplitOf<C, T> || !kQuantizesOf<C>) {  // lane-split (above), decode-only: no kernel built
       return cudaErrorInvalidValue;
     } else {
       if constexpr (kOccupiedOf<C>) {
@@ -221,7 +221,7 @@ Status dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::
   return status(dispatch(s, output, [&]<int C, DType T>() {
     dequantize_kernel<C, T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, y);
     return cudaGetLastError();
-  }));
+  }, Use::dequantize));
 }
 
 Status requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
@@ -238,7 +238,7 @@ Status requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const 
       return cudaGetLastError();
     }
     return cudaErrorInvalidValue;
-  }));
+  }, Use::workspace));
 }
 
 Status amax(DType input, const void* x, std::int64_t count, float* result, void* stream) {

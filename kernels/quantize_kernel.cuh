@@ -30,17 +30,27 @@ struct Config {
   Apply apply = Apply::divide;
   ZeroGuard guard = ZeroGuard::block_and_scale;
   bool clamp = false;
+  // Decode-only configurations (dequantize and workspace kernels, no quantize kernel): the decode
+  // arithmetic of an engine variant as constants (dequantize_tensor_param, the unsigned zero).
+  bool decode_only = false;
+  TensorParam tensor_param = TensorParam::decode;
+  bool unsigned_zero = false;
 };
 // The fixed configurations, one list: a named recipe (formats/recipe_names.hpp), its block where
 // the kernel's differs, and whether the kernel pins the recipe's apply, zero guard and clamp.
-// A configuration runs every recipe of its element, scale kind, block, element rounding and
+// A configuration quantizes every recipe of its element, scale kind, block, element rounding and
 // two-level style (pinned: and those three fields) that is not an engine variant, with the
-// reference arithmetic. Kernels take an index into kFixed (nvcc's launch stubs need integral
-// template arguments), kGeneric for the runtime-shaped instantiation.
+// reference arithmetic. Dequantize reads fewer fields (element, scale kind, block and the decode
+// arithmetic: decodes_as), so a configuration dequantizes every recipe of its shape whose decode
+// arithmetic is the reference's, engine variants included; a decode-only entry has no quantize
+// kernel and dequantizes its recipe's decode arithmetic. The workspace (requantize_e4m3) reads the
+// shape alone. Kernels take an index into kFixed (nvcc's launch stubs need integral template
+// arguments), kGeneric for the runtime-shaped instantiation.
 struct FixedKernel {
   std::string_view recipe;
   int block = 0;  // 0: the recipe's
   bool pinned = false;
+  bool decode_only = false;
 };
 constexpr FixedKernel kFixedKernels[] = {
     {"nvfp4"},           {"nvfp4", 32},      {"mxfp4-floor", 16},     {"mxfp4-floor"},
@@ -48,12 +58,22 @@ constexpr FixedKernel kFixedKernels[] = {
     {"mxint8"},          {"mxint4"},         {"nvint4"},              {"nvfp4-flashinfer-kv"},
     {"nvfp4-vllm"},      {"nvfp4-4over6-paper", 0, true},
     {"blockfp4-e8m0-ceil"},  // its shape: block-FP4 with bit exponents and ties away
+    // Engine variants' decode arithmetic (both block-FP4 recipes; both four-over-six package rules)
+    {"nvfp4-compressed-tensors", 0, false, true}, {"nvfp4-4over6", 0, false, true},
+    {"blockfp4-e8m0-ceil", 0, false, true},       {"mla-model1-tile64", 0, false, true},
 };
 constexpr int kFixedCount = sizeof(kFixedKernels) / sizeof(kFixedKernels[0]);
 constexpr Config config_of(const FixedKernel& k) {
   const Recipe r = recipe_from_name(k.recipe).value().recipe;  // a name kRecipes lacks does not compile
-  return {r.element,         r.scale,  k.block != 0 ? k.block : r.block, r.two_level, r.element_rounding,
-          k.pinned,          r.apply,  r.zero_guard,                     r.clamp_block_scale};
+  Config c{r.element, r.scale, k.block != 0 ? k.block : r.block, r.two_level, r.element_rounding,
+           k.pinned,  r.apply, r.zero_guard,                     r.clamp_block_scale};
+  if (k.decode_only) {
+    c.decode_only = true;
+    c.two_level = TwoLevel::reference;  // the amax styles are tensor_param amax here
+    c.tensor_param = dequantize_tensor_param(r);
+    c.unsigned_zero = r.dequantize_unsigned_zero;
+  }
+  return c;
 }
 // Indexed by int: the kernels' C is kGeneric (-1) in expressions that `C != kGeneric &&` skips.
 struct FixedConfigs {
@@ -86,9 +106,15 @@ __device__ inline QuantizeShape specialise(QuantizeShape s) {
       s.recipe.zero_guard = kFixed[C].guard;
       s.recipe.clamp_block_scale = kFixed[C].clamp;
     }
+    s.recipe.tensor_param = kFixed[C].tensor_param;
+    s.recipe.dequantize_unsigned_zero = kFixed[C].unsigned_zero;
   }
   return s;
 }
+
+// Configurations with a quantize kernel (decode-only ones have none).
+template <int C>
+constexpr bool kQuantizesOf = C == kGeneric || !kFixed[C].decode_only;
 
 // Whether configuration C may run the reference two-level rule (or four_over_six), whose lean plans
 // read the table of g's code terms (formats/packed_quantize.hpp: CodeTerms).
@@ -188,9 +214,27 @@ cudaError_t first_fixed(const Matches& matches, WithType& with_type) {
   }
 }
 
+// What a kernel does with the recipe: which of its fields a configuration must match.
+enum class Use : std::uint8_t { quantize, dequantize, workspace };
+
+// Whether configuration c computes recipe r's `use` for blocks of `block` elements.
+constexpr bool computes(const Config& c, const Recipe& r, int block, Use use) {
+  if (c.element != r.element || c.scale != r.scale || c.block != block) return false;
+  switch (use) {
+    case Use::workspace: return true;  // requantize_e4m3 reads the shape alone
+    case Use::dequantize:
+      return c.tensor_param == dequantize_tensor_param(r) && c.unsigned_zero == r.dequantize_unsigned_zero;
+    case Use::quantize:
+      return !c.decode_only && c.rounding == r.element_rounding && !is_engine_variant(r) &&
+             (c.scale != BlockScale::e4m3_two_level || c.two_level == r.two_level) &&
+             (!c.pinned || (c.apply == r.apply && c.guard == r.zero_guard && c.clamp == r.clamp_block_scale));
+  }
+  return false;
+}
+
 // Calls launch.template operator()<config, dtype>() for the shape's recipe and the data type.
 template <typename Launch>
-cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
+cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch, Use use = Use::quantize) {
   auto with_type = [&]<int C>() {
     switch (t) {
       case DType::fp32: return launch.template operator()<C, DType::fp32>();
@@ -199,12 +243,7 @@ cudaError_t dispatch(const QuantizeShape& s, DType t, Launch&& launch) {
     }
     return cudaErrorInvalidValue;
   };
-  const auto matches = [&](const Config& c) {
-    return c.element == s.recipe.element && c.scale == s.recipe.scale && c.block == s.block() &&
-           c.rounding == s.recipe.element_rounding && !is_engine_variant(s.recipe) &&
-           (c.scale != BlockScale::e4m3_two_level || c.two_level == s.recipe.two_level) &&
-           (!c.pinned || (c.apply == s.recipe.apply && c.guard == s.recipe.zero_guard && c.clamp == s.recipe.clamp_block_scale));
-  };
+  const auto matches = [&](const Config& c) { return computes(c, s.recipe, s.block(), use); };
   return first_fixed<0>(matches, with_type);
 }
 

@@ -547,9 +547,9 @@ void register_workspace_properties() {
       const auto& g = p.w.pages;
       const std::size_t bytes = static_cast<std::size_t>(p.w.workspace_bytes());
       WorkspaceOut o{Bytes(bytes + kGuard, 0xA5), Bytes(bytes + kGuard, 0xA5)};
-      for (std::int64_t item = 0; item < p.w.items(); ++item)
-        kernels::nvfp4_page_to_workspace_item(p.w, p.cache.data(), p.tables.data(), p.cu.data(), p.factor_k, p.factor_v,
-                                              o.k.data(), o.v.data(), item);
+      for (std::int64_t side = 0; side < p.w.page_sides(); ++side)
+        kernels::nvfp4_page_side_to_workspace(p.w, p.cache.data(), p.tables.data(), p.cu.data(), p.factor_k, p.factor_v,
+                                              o.k.data(), o.v.data(), side);
       RC_ASSERT(tail_is(o.k, bytes, 0xA5) && tail_is(o.v, bytes, 0xA5));
       for (std::int64_t req = 0; req < p.w.batch; ++req)
         for (std::int64_t pos = 0; pos < p.cu[req + 1] - p.cu[req] && p.cu[req] + pos < p.w.workspace_tokens; ++pos) {
@@ -888,9 +888,9 @@ void register_gpu_properties() {
     p.w.workspace_tokens = p.w.workspace_tokens / 2;  // cu_seq_lens run past the workspace
     const std::size_t bytes = static_cast<std::size_t>(p.w.workspace_bytes()) + kGuard;
     WorkspaceOut want{Bytes(bytes, 0xFF), Bytes(bytes, 0xFF)}, got;
-    for (std::int64_t item = 0; item < p.w.items(); ++item)
-      kernels::nvfp4_page_to_workspace_item(p.w, p.cache.data(), p.tables.data(), p.cu.data(), p.factor_k, p.factor_v,
-                                            want.k.data(), want.v.data(), item);
+    for (std::int64_t side = 0; side < p.w.page_sides(); ++side)
+      kernels::nvfp4_page_side_to_workspace(p.w, p.cache.data(), p.tables.data(), p.cu.data(), p.factor_k, p.factor_v,
+                                            want.k.data(), want.v.data(), side);
     RC_ASSERT(workspace_gpu(p, 0xFF, &got).ok());
     RC_ASSERT(got.k == want.k);
     RC_ASSERT(got.v == want.v);

@@ -77,11 +77,13 @@ CodeTensor every_byte_code_and_scale(const Recipe& r) {
 }
 
 // g where the two-level or per-tensor decision or arithmetic changes (0, subnormal, the 2^118
-// bound, inf, NaN); power-of-two recipes ignore g.
+// bound, the ends of kDecodeQuotientRange, inf, NaN), and amax or encode scales as a tensor of
+// amax 7 has them; power-of-two recipes ignore g.
 std::vector<float> tensor_scales(const Recipe& r) {
   if (r.scale == BlockScale::e8m0_pow2) return {1.0f, NAN};
-  return {0.0f,    -0.0f,      0x1p-149f, 0x1.8p-140f, 1.0f / 2688.0f, 1.0f,      -0.3f,
-          0x1.fffffep117f, 0x1p118f, kFp32Max, INFINITY,       -INFINITY, NAN};
+  return {0.0f,      -0.0f,          0x1p-149f,       0x1.8p-140f, 0x1.fffffep-41f, 0x1p-40f,  1.0f / 2688.0f,
+          1.0f,      -0.3f,          7.0f,            2688.0f / 7.0f, 0x1p40f,      0x1.000002p40f,
+          0x1.fffffep117f, 0x1p118f, kFp32Max,        INFINITY,    -INFINITY,       NAN};
 }
 
 // Workspace factors (NaN is rejected): zero, subnormal, ordinary, the two-level bound, the largest
@@ -92,10 +94,13 @@ std::vector<float> workspace_factors() {
 }
 
 // The recipes whose dequantize differs: element format x scale kind x block (fixed kernels and
-// the generic one at block 8), and block 4, not a whole word (the general element code).
+// the generic one at block 8), block 4, not a whole word (the general element code), and the decode
+// arithmetic of engine variants (an encode or amax tensor parameter, block-FP4's +0 zeros: the
+// decode-only configurations of kernels/quantize_kernel.cuh).
 std::vector<std::pair<std::string, Recipe>> nibble_recipes() {
   std::vector<std::pair<std::string, Recipe>> out;
-  for (const char* name : {"nvfp4", "mxfp4-floor", "blockfp4-e8m0-ceil", "mxint4", "nvint4"})
+  for (const char* name : {"nvfp4", "mxfp4-floor", "blockfp4-e8m0-ceil", "mxint4", "nvint4", "nvfp4-compressed-tensors",
+                           "nvfp4-4over6", "nvfp4-4over6-static6"})
     out.emplace_back(name, recipe_from_name(name)->recipe);
   for (const int block : {32, 8, 4}) {
     Recipe r = recipe_from_name("nvfp4")->recipe;
@@ -172,8 +177,7 @@ DecodeRoute decode_route(const CodeTensor& t, bool workspace, std::int64_t row, 
 // that loses NaN scales or large g would otherwise leave the general route untested silently).
 // Whole words can always take the general route (a NaN scale code, or g = inf per tensor); they
 // can take the NaN-free one where an ordinary block does (scale value 1, g or factor 1): some
-// recipes never do (dequantize_unsigned_zero, an encode or amax tensor parameter, two-level 8-bit
-// codes, INT8 per tensor; formats/fast_decode.hpp).
+// recipes never do (two-level 8-bit codes, INT8 per tensor; formats/fast_decode.hpp).
 struct RouteCounts {
   std::int64_t count[3] = {};
   void add(DecodeRoute r) { ++count[static_cast<int>(r)]; }
