@@ -165,7 +165,7 @@ struct Recipe {
 };
 
 // r with the port and engine variant fields at their defaults: what the kernels' fixed
-// configurations compute (dispatch sends every is_engine_variant recipe to the generic kernel).
+// configurations compute for quantize (dispatch sends no is_engine_variant recipe's quantize there).
 // Applied there as constants, it lets the compiler drop every variant branch from those kernels.
 KVQ_HD constexpr Recipe with_reference_arithmetic(Recipe r) {
   const Recipe reference{};
@@ -205,8 +205,9 @@ KVQ_HD constexpr TensorParam dequantize_tensor_param(const Recipe& r) {
 }
 
 // Whether a recipe departs from the arithmetic the kernels' fixed configurations and fast forms
-// specialise (the port and engine variant fields): such recipes run quantize_block in every
-// kernel (the generic instantiation) and on the CPU.
+// specialise (the port and engine variant fields): such recipes quantize through quantize_block
+// in every kernel (kernels/quantize_kernel.cuh: a kernel of their shape, or the generic one) and
+// on the CPU; their dequantize and workspace take the fixed kernels of their decode arithmetic.
 KVQ_HD constexpr bool is_engine_variant(const Recipe& r) {
   return r.element_input_bf16 || r.e8m0_bias != 127 || r.division != Division::ieee ||
          r.element_cast != ElementCast::satfinite || r.tensor_param != TensorParam::decode ||
@@ -280,11 +281,24 @@ KVQ_HD inline std::uint8_t encode_element_satfinite(const Recipe& r, float v) {
   return static_cast<std::uint8_t>(encode_float(format_of(r.element), element_conversion(r), v));
 }
 
+// The fields of a recipe an element cast reads: three bytes, so that the out-of-line cast below
+// takes them in one register (the whole recipe by value was copied at every element's call).
+struct ElementRule {
+  FormatId element;
+  ElementCast cast;
+  Rounding rounding;
+};
+KVQ_HD constexpr ElementRule element_rule(const Recipe& r) { return {r.element, r.element_cast, r.element_rounding}; }
+
 // The element casts other than satfinite (Recipe::element_cast), out of line on the device, and
 // calling nothing that calls them back (a recursive device call graph leaves the kernel's stack
-// size to a 1 KB default, which the generic kernels overflow). The recipe by value
+// size to a 1 KB default, which the generic kernels overflow). The rule by value
 // (KVQ_VARIANT_NOINLINE says why).
-KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t encode_element_variant(Recipe r, float v) {
+KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t encode_element_variant(ElementRule e, float v) {
+  Recipe r;  // the fields the casts read
+  r.element = e.element;
+  r.element_cast = e.cast;
+  r.element_rounding = e.rounding;
   switch (r.element_cast) {
     case ElementCast::e2m1_by_rounding: return e2m1_code_of_rounded(e2m1_by_rounding_value(v));
     case ElementCast::nonsaturating:  // a NaN quotient is the GPU's canonical +NaN (0x7F)
@@ -309,7 +323,7 @@ KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v) {
   if (r.element_cast == ElementCast::triton_clamp) {
     v = v != v ? element_max(r) : v;
   } else if (r.element_cast != ElementCast::satfinite) {
-    return encode_element_variant(r, v);
+    return encode_element_variant(element_rule(r), v);
   }
   return encode_element_satfinite(r, v);
 }

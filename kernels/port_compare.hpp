@@ -124,8 +124,8 @@ namespace device {
 // kvq's quantize kernel for the recipe with CompareSink outputs: x read once and the port's codes
 // and scales (kvq's layout: packed low nibble first, row-major scales) read once, nothing written but
 // the counters (as compare_port's). Built for the fixed configurations from BF16/FP16 input; *fused
-// false, nothing launched, for the others (FP32 input, the engine variants' generic kernel, the
-// lane-split quantizers): use quantize and compare_port.
+// false, nothing launched, for the others (FP32 input, the engine variants' kernels, the lane-split
+// quantizers): use quantize and compare_port.
 Status quantize_compare(const QuantizeShape& s, DType input, const void* x, float g, const std::uint8_t* port_codes,
                         const std::uint8_t* port_scales, const CompareCounters& counters, bool* fused, void* stream);
 // The port's outputs against kvq's expected codes and scales, counted in `counters` as

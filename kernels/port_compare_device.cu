@@ -85,8 +85,7 @@ __global__ void compare_kernel(QuantizeShape s, float g, const std::uint8_t* exp
 // variants) run quantize + compare_port: one more instantiation of each would double the compile
 // time of this unit for inputs that are rarely that large.
 template <int C, DType T>
-constexpr bool kFusedOf = C != quantize_shared::kGeneric && T != DType::fp32 && !quantize_shared::kLaneSplitOf<C, T> &&
-                          quantize_shared::kQuantizesOf<C>;
+constexpr bool kFusedOf = quantize_shared::kReferenceOf<C> && T != DType::fp32 && !quantize_shared::kLaneSplitOf<C, T>;
 
 template <int C, DType T>
 __global__ void quantize_compare_kernel(QuantizeShape shape, const void* x, float g, CompareSink codes, CompareSink scales,

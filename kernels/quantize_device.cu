@@ -219,8 +219,11 @@ Status dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::
   if (s.rows * s.cols == 0) return {};
   const int grid = grid_for(work < 1 ? 1 : work, kThreads);
   return status(dispatch(s, output, [&]<int C, DType T>() {
-    dequantize_kernel<C, T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, y);
-    return cudaGetLastError();
+    if constexpr (kDecodesOf<C>) {
+      dequantize_kernel<C, T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, y);
+      return cudaGetLastError();
+    }
+    return cudaErrorInvalidValue;
   }, Use::dequantize));
 }
 
@@ -233,7 +236,7 @@ Status requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const 
   if (work == 0) return {};
   const int grid = grid_for(work, kThreads);
   return status(dispatch(s, DType::fp32, [&]<int C, DType T>() {
-    if constexpr (T == DType::fp32) {  // no data type: one instantiation per configuration
+    if constexpr (T == DType::fp32 && kDecodesOf<C>) {  // no data type: one instantiation per configuration
       requantize_kernel<C><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, factor, out);
       return cudaGetLastError();
     }

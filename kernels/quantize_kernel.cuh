@@ -17,6 +17,12 @@
 
 namespace kvq::kernels::quantize_shared {
 
+// What a fixed configuration's kernels compute: the reference arithmetic (quantize, dequantize and
+// workspace kernels), an engine variant's decode arithmetic (dequantize and workspace kernels), or
+// engine variants' quantize rules with the shape alone fixed (quantize kernels: quantize_block with
+// the runtime recipe, its arrays of a constant size).
+enum class FixedUse : std::uint8_t { reference, decode_only, variant_quantize };
+
 struct Config {
   FormatId element;
   BlockScale scale;
@@ -30,9 +36,9 @@ struct Config {
   Apply apply = Apply::divide;
   ZeroGuard guard = ZeroGuard::block_and_scale;
   bool clamp = false;
-  // Decode-only configurations (dequantize and workspace kernels, no quantize kernel): the decode
-  // arithmetic of an engine variant as constants (dequantize_tensor_param, the unsigned zero).
-  bool decode_only = false;
+  FixedUse use = FixedUse::reference;
+  // Decode-only configurations: the decode arithmetic of an engine variant as constants
+  // (dequantize_tensor_param, the unsigned zero).
   TensorParam tensor_param = TensorParam::decode;
   bool unsigned_zero = false;
 };
@@ -41,16 +47,17 @@ struct Config {
 // A configuration quantizes every recipe of its element, scale kind, block, element rounding and
 // two-level style (pinned: and those three fields) that is not an engine variant, with the
 // reference arithmetic. Dequantize reads fewer fields (element, scale kind, block and the decode
-// arithmetic: decodes_as), so a configuration dequantizes every recipe of its shape whose decode
+// arithmetic: `computes`), so a configuration dequantizes every recipe of its shape whose decode
 // arithmetic is the reference's, engine variants included; a decode-only entry has no quantize
 // kernel and dequantizes its recipe's decode arithmetic. The workspace (requantize_e4m3) reads the
-// shape alone. Kernels take an index into kFixed (nvcc's launch stubs need integral template
-// arguments), kGeneric for the runtime-shaped instantiation.
+// shape alone. A variant_quantize entry quantizes every engine variant of its shape (element,
+// scale kind, block). Kernels take an index into kFixed (nvcc's launch stubs need integral
+// template arguments), kGeneric for the runtime-shaped instantiation.
 struct FixedKernel {
   std::string_view recipe;
   int block = 0;  // 0: the recipe's
   bool pinned = false;
-  bool decode_only = false;
+  FixedUse use = FixedUse::reference;
 };
 constexpr FixedKernel kFixedKernels[] = {
     {"nvfp4"},           {"nvfp4", 32},      {"mxfp4-floor", 16},     {"mxfp4-floor"},
@@ -59,16 +66,22 @@ constexpr FixedKernel kFixedKernels[] = {
     {"nvfp4-vllm"},      {"nvfp4-4over6-paper", 0, true},
     {"blockfp4-e8m0-ceil"},  // its shape: block-FP4 with bit exponents and ties away
     // Engine variants' decode arithmetic (both block-FP4 recipes; both four-over-six package rules)
-    {"nvfp4-compressed-tensors", 0, false, true}, {"nvfp4-4over6", 0, false, true},
-    {"blockfp4-e8m0-ceil", 0, false, true},       {"mla-model1-tile64", 0, false, true},
+    {"nvfp4-compressed-tensors", 0, false, FixedUse::decode_only},
+    {"nvfp4-4over6", 0, false, FixedUse::decode_only},
+    {"blockfp4-e8m0-ceil", 0, false, FixedUse::decode_only},
+    {"mla-model1-tile64", 0, false, FixedUse::decode_only},
+    // Engine variants' quantize by shape: two-level NVFP4 blocks (torchao, ModelOpt,
+    // compressed-tensors, the four-over-six package), per-tensor FP8 (Triton, PyTorch casts).
+    {"nvfp4-torchao", 0, false, FixedUse::variant_quantize},
+    {"fp8-e4m3-tensor-triton", kTensorChunk, false, FixedUse::variant_quantize},
 };
 constexpr int kFixedCount = sizeof(kFixedKernels) / sizeof(kFixedKernels[0]);
 constexpr Config config_of(const FixedKernel& k) {
   const Recipe r = recipe_from_name(k.recipe).value().recipe;  // a name kRecipes lacks does not compile
   Config c{r.element, r.scale, k.block != 0 ? k.block : r.block, r.two_level, r.element_rounding,
            k.pinned,  r.apply, r.zero_guard,                     r.clamp_block_scale};
-  if (k.decode_only) {
-    c.decode_only = true;
+  c.use = k.use;
+  if (k.use == FixedUse::decode_only) {
     c.two_level = TwoLevel::reference;  // the amax styles are tensor_param amax here
     c.tensor_param = dequantize_tensor_param(r);
     c.unsigned_zero = r.dequantize_unsigned_zero;
@@ -90,11 +103,15 @@ template <int C>
 constexpr int kBlockOf = C == kGeneric ? 0 : kFixed[C].block;
 
 template <int C>
-constexpr bool kMayPackOf = C == kGeneric || format_of(kFixed[C].element).bits() == 4;
+constexpr bool kMayPackOf = C == kGeneric || (format_of(kFixed[C].element).bits() == 4 && kFixed[C].use == FixedUse::reference);
 
 template <int C>
 __device__ inline QuantizeShape specialise(QuantizeShape s) {
-  if constexpr (C != kGeneric) {
+  if constexpr (C != kGeneric && kFixed[C].use == FixedUse::variant_quantize) {  // the shape alone
+    s.recipe.element = kFixed[C].element;
+    s.recipe.scale = kFixed[C].scale;
+    if (kFixed[C].scale != BlockScale::tensor_only) s.recipe.block = kFixed[C].block;
+  } else if constexpr (C != kGeneric) {
     s.recipe.element = kFixed[C].element;
     s.recipe.scale = kFixed[C].scale;
     if (kFixed[C].scale == BlockScale::e4m3_two_level) s.recipe.two_level = kFixed[C].two_level;
@@ -112,24 +129,29 @@ __device__ inline QuantizeShape specialise(QuantizeShape s) {
   return s;
 }
 
-// Configurations with a quantize kernel (decode-only ones have none).
+// Configurations with a quantize kernel (decode-only ones have none), with dequantize and workspace
+// kernels (variant_quantize ones have none), and of the reference arithmetic.
 template <int C>
-constexpr bool kQuantizesOf = C == kGeneric || !kFixed[C].decode_only;
+constexpr bool kQuantizesOf = C == kGeneric || kFixed[C].use != FixedUse::decode_only;
+template <int C>
+constexpr bool kDecodesOf = C == kGeneric || kFixed[C].use != FixedUse::variant_quantize;
+template <int C>
+constexpr bool kReferenceOf = C != kGeneric && kFixed[C].use == FixedUse::reference;
 
 // Whether configuration C may run the reference two-level rule (or four_over_six), whose lean plans
 // read the table of g's code terms (formats/packed_quantize.hpp: CodeTerms).
 template <int C>
-constexpr bool kTableOf = C == kGeneric || (kFixed[C].scale == BlockScale::e4m3_two_level &&
+constexpr bool kTableOf = C == kGeneric || (kReferenceOf<C> && kFixed[C].scale == BlockScale::e4m3_two_level &&
                                             (kFixed[C].two_level == TwoLevel::reference ||
                                              kFixed[C].two_level == TwoLevel::four_over_six));
 
 template <int C>
-constexpr bool kOccupiedOf = C != kGeneric && kFixed[C].scale == BlockScale::e4m3_two_level &&
+constexpr bool kOccupiedOf = kReferenceOf<C> && kFixed[C].scale == BlockScale::e4m3_two_level &&
                              kFixed[C].two_level == TwoLevel::four_over_six;
 
 // Fixed configurations that lane_split sends to kernels/lane_quantize_device.cu for input T.
 template <int C, DType T>
-constexpr bool kLaneSplitOf = C != kGeneric && kFixed[C].scale == BlockScale::e8m0_pow2 &&
+constexpr bool kLaneSplitOf = kReferenceOf<C> && kFixed[C].scale == BlockScale::e8m0_pow2 &&
                               ((kFixed[C].element == FormatId::e4m3fn && kFixed[C].block == 128) ||
                                (kFixed[C].block == 32 && T == DType::fp32 && kFixed[C].rounding == Rounding::nearest_even));
 
@@ -167,7 +189,7 @@ __device__ __forceinline__ void quantize_blocks(const QuantizeShape& s, const vo
 
 // Fixed per-tensor configurations run quantize_tensor_span, a thread per 16 bytes of input.
 template <int C>
-constexpr bool kTensorSpansOf = C != kGeneric && kFixed[C].scale == BlockScale::tensor_only;
+constexpr bool kTensorSpansOf = kReferenceOf<C> && kFixed[C].scale == BlockScale::tensor_only;
 
 template <int C, DType T, class Codes, class Scales>
 __device__ __forceinline__ void quantize_body(QuantizeShape shape, const void* x, float g, Codes codes, Scales scales) {
@@ -221,11 +243,13 @@ enum class Use : std::uint8_t { quantize, dequantize, workspace };
 constexpr bool computes(const Config& c, const Recipe& r, int block, Use use) {
   if (c.element != r.element || c.scale != r.scale || c.block != block) return false;
   switch (use) {
-    case Use::workspace: return true;  // requantize_e4m3 reads the shape alone
+    case Use::workspace: return c.use != FixedUse::variant_quantize;  // requantize_e4m3 reads the shape alone
     case Use::dequantize:
-      return c.tensor_param == dequantize_tensor_param(r) && c.unsigned_zero == r.dequantize_unsigned_zero;
+      return c.use != FixedUse::variant_quantize && c.tensor_param == dequantize_tensor_param(r) &&
+             c.unsigned_zero == r.dequantize_unsigned_zero;
     case Use::quantize:
-      return !c.decode_only && c.rounding == r.element_rounding && !is_engine_variant(r) &&
+      if (c.use == FixedUse::variant_quantize) return is_engine_variant(r);
+      return c.use == FixedUse::reference && c.rounding == r.element_rounding && !is_engine_variant(r) &&
              (c.scale != BlockScale::e4m3_two_level || c.two_level == r.two_level) &&
              (!c.pinned || (c.apply == r.apply && c.guard == r.zero_guard && c.clamp == r.clamp_block_scale));
   }
