@@ -59,8 +59,9 @@ struct NibbleScaling {
   bool by_reciprocal = false;
   bool unsigned_zero = false;
 };
-// |g| and |divisor| within [2^-40, 2^40]: with v * sf in [2^-10, 2688] (or 0), every product and
-// quotient is a normal FP32 number, where divide_by_reciprocal gives the IEEE quotient.
+// |g| and |divisor| within [2^-40, 2^40]: with |v * sf| in [2^-11, 3136] (E2M1 [2^-10, 2688], INT4
+// [2^-9, 3136] and the E4M3 subnormal scale 2^-9 for E2M1's 0.5; or 0), every product and quotient is
+// a normal FP32 number, where divide_by_reciprocal gives the IEEE quotient.
 inline constexpr float kDecodeQuotientMin = 0x1p-40f, kDecodeQuotientMax = 0x1p40f;
 KVQ_HD inline bool in_decode_quotient_range(float x) {
   return fabsf(x) >= kDecodeQuotientMin && fabsf(x) <= kDecodeQuotientMax;
@@ -71,8 +72,9 @@ static_assert(kNibbleSplit == 10, "nibble_scaling's bound on g is 2^(128 - kNibb
 // Two-level (E4M3 scale sf): NaN-free unless sf is NaN (0x7F, 0xFF) or g is not what the tensor
 // parameter admits. Decode: |g| < 2^118 (g * 2^10 exact; inf and NaN excluded), and (v * sf) * g
 // has no NaN: v * sf is finite and g finite. Encode: e finite and nonzero ((v * sf) / e: no 0 / 0,
-// no NaN e). Amax: amax finite ((v * sf) * amax: no 0 * inf; an overflow to inf stays inf over the
-// finite divisor). E8M0 (2^e): NaN-free unless the scale is NaN (0xFF).
+// no NaN e). Amax: amax finite and the divisor D finite and nonzero ((v * sf) * amax: no 0 * inf;
+// an overflow to inf stays inf over a finite D; no 0 / 0). E8M0 (2^e): NaN-free unless the scale is
+// NaN (0xFF).
 KVQ_HD inline NibbleScaling nibble_scaling(const Recipe& r, std::uint8_t scale_code, float g) {
   const NibbleFormat f = nibble_format(r.element);
   const float unscale = float_from_bits(static_cast<std::uint32_t>(f.unscale + 127) << 23);
@@ -83,7 +85,8 @@ KVQ_HD inline NibbleScaling nibble_scaling(const Recipe& r, std::uint8_t scale_c
     // first, so a kernel decides it once
     const bool g_ok = param == TensorParam::decode   ? fabsf(g) < 0x1p118f  // 2^(128 - kNibbleSplit)
                       : param == TensorParam::encode ? fabsf(g) <= kFp32Max && g != 0.0f
-                                                     : fabsf(g) <= kFp32Max;
+                                                     : fabsf(g) <= kFp32Max && fabsf(r.tensor_divisor) <= kFp32Max &&
+                                                           r.tensor_divisor != 0.0f;
     const bool nan_free = g_ok & ((scale_code & 0x7Fu) != 0x7Fu);
     const float a = sf * (unscale / split);
     if (param == TensorParam::decode) return {nan_free, a, g * split, param, 1.0f, 0.0f, false, r.dequantize_unsigned_zero};

@@ -165,7 +165,8 @@ struct Recipe {
 };
 
 // r with the port and engine variant fields at their defaults: what the kernels' fixed
-// configurations compute for quantize (dispatch sends no is_engine_variant recipe's quantize there).
+// reference configurations compute for quantize (kernels/quantize_kernel.cuh: an is_engine_variant
+// recipe's quantize goes to a variant_quantize configuration or the generic kernel).
 // Applied there as constants, it lets the compiler drop every variant branch from those kernels.
 KVQ_HD constexpr Recipe with_reference_arithmetic(Recipe r) {
   const Recipe reference{};

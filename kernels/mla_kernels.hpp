@@ -456,7 +456,7 @@ KVQ_HD inline void nvfp4_page_block_store(const WorkspaceBatch& w, const Nvfp4Pa
       words[e / 4] = (e % 4 ? words[e / 4] : 0u) | byte << (8 * (e % 4));
     }
   }
-  io::store_words(p.out + p.out_first + Nvfp4PageGeometry::kBlock * i, words, 4);
+  io::store_words(p.out + (p.out_first + Nvfp4PageGeometry::kBlock * i), words, 4);  // offsets first: in range
 }
 // Every block of one page side (the CPU twin's order).
 KVQ_HD inline void nvfp4_page_side_to_workspace(const WorkspaceBatch& w, const std::uint8_t* cache,

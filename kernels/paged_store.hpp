@@ -35,8 +35,9 @@ struct PagedStoreShape {
   bool check_slots = true;       // device launcher: validate slot_mapping on the host first (one stream sync)
 };
 
-// DECODE scales, host values: FP8 k_scale / v_scale (value = code * scale), NVFP4 the FP32
-// tensor (global) scale g of K and of V.
+// Tensor parameters, host values: the recipe's own (tensor_scale): for the reference recipes the
+// DECODE scales, FP8 k_scale / v_scale (value = code * scale) and NVFP4's FP32 tensor (global)
+// scale g of K and of V; an encode scale or amax for the recipes that take one.
 struct PagedScales {
   float k[kMaxPagedHeads] = {};
   float v[kMaxPagedHeads] = {};

@@ -80,10 +80,10 @@ __global__ void compare_kernel(QuantizeShape s, float g, const std::uint8_t* exp
   publish_totals(counters);
 }
 
-// The kernels built with comparing outputs: the fixed configurations from 16-bit input (the
-// engines' KV caches), not lane-split. The rest (FP32 input, the generic kernel of the engine
-// variants) run quantize + compare_port: one more instantiation of each would double the compile
-// time of this unit for inputs that are rarely that large.
+// The kernels built with comparing outputs: the reference fixed configurations from 16-bit input
+// (the engines' KV caches), not lane-split. The rest (FP32 input, the engine variants' kernels) run
+// quantize + compare_port: one more instantiation of each would double the compile time of this
+// unit for inputs that are rarely that large.
 template <int C, DType T>
 constexpr bool kFusedOf = quantize_shared::kReferenceOf<C> && T != DType::fp32 && !quantize_shared::kLaneSplitOf<C, T>;
 

@@ -110,6 +110,11 @@ std::vector<std::pair<std::string, Recipe>> nibble_recipes() {
   Recipe mx16 = recipe_from_name("mxfp4-floor")->recipe;
   mx16.block = 16;
   out.emplace_back("mxfp4-floor-block16", mx16);
+  for (const TensorParam param : {TensorParam::encode, TensorParam::amax}) {  // INT4's v * sf: the smallest quotients
+    Recipe r = recipe_from_name("nvint4")->recipe;
+    r.tensor_param = param;
+    out.emplace_back(param == TensorParam::encode ? "nvint4-encode" : "nvint4-amax", r);
+  }
   return out;
 }
 
