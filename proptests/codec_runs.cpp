@@ -17,7 +17,10 @@ struct Builder {
   Conversion c;
   CodeRuns runs;
 
-  std::uint16_t code(std::uint32_t bits) const { return static_cast<std::uint16_t>(encode(f, c, unpack(kFP32, bits), 0)); }
+  std::uint16_t code(std::uint32_t bits) const {
+    const std::uint32_t random_bits = c.rounding == Rounding::stochastic ? tile_random_bits(bits) : 0;
+    return static_cast<std::uint16_t>(encode(f, c, unpack(kFP32, bits), random_bits));
+  }
   void emit(std::uint32_t start, std::uint16_t v) {
     if (runs.codes.empty() || runs.codes.back() != v) runs.starts.push_back(start), runs.codes.push_back(v);
   }
@@ -41,7 +44,9 @@ CodeRuns code_runs(Format f, const Conversion& c) {
       const std::uint32_t lo = sign << 31 | exponent << 23;
       // NaNs keep payload bits (a 16-bit target: the top 10 at most) with the quiet bit set, which is
       // no step function of the mantissa: bisect each stretch of one payload (2^13 mantissas) alone.
-      const std::uint32_t piece = exponent == 255 ? 1u << 13 : 1u << 23;
+      // Stochastic rounding's random bits change from tile to tile: bisect each tile alone.
+      std::uint32_t piece = exponent == 255 ? 1u << 13 : 1u << 23;
+      if (c.rounding == Rounding::stochastic) piece = std::min(piece, 1u << kRunTileBits);
       for (std::uint32_t first = lo; first - lo < (1u << 23); first += piece) {
         const std::uint32_t last = first + (piece - 1);
         b.split(first, last, b.code(first), b.code(last));

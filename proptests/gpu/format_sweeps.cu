@@ -5,6 +5,7 @@
 
 #include "formats/codec.hpp"
 #include "formats/reciprocal.hpp"
+#include "proptests/codec_runs.hpp"
 #include "proptests/fast_path_cases.hpp"
 #include "proptests/cuda_intrinsics.hpp"
 #include "proptests/gpu/format_sweeps.hpp"
@@ -147,7 +148,8 @@ __global__ void codes_kernel(Format f, Conversion c, std::uint64_t begin, std::u
 }
 
 // The device codec against the host's expected runs (proptests/codec_runs.hpp): a thread takes 16
-// consecutive inputs, finds their first run among its tile's, and walks the runs forward.
+// consecutive inputs, finds their first run among its tile's, and walks the runs forward; stochastic
+// rounding draws the tile's random bits (`tile_random_bits`), as the host's runs did.
 constexpr int kRunSpan = 16;
 __global__ void runs_sweep_kernel(Format f, Conversion c, const std::uint32_t* starts, const std::uint16_t* codes,
                                   std::uint32_t runs, const std::uint32_t* tile_first, int tile_bits, Counters* counters) {
@@ -166,7 +168,8 @@ __global__ void runs_sweep_kernel(Format f, Conversion c, const std::uint32_t* s
       const std::uint32_t bits = first + i;
       while (run + 1 < runs && starts[run + 1] <= bits) ++run;
       const std::uint32_t expected = codes[run];
-      const auto actual = static_cast<std::uint32_t>(encode(f, c, unpack(kFP32, bits), 0));
+      const std::uint32_t random_bits = c.rounding == Rounding::stochastic ? props::tile_random_bits(bits) : 0;
+      const auto actual = static_cast<std::uint32_t>(encode(f, c, unpack(kFP32, bits), random_bits));
       if (expected != actual) record_mismatch(counters, bits, expected, actual, &local);
     }
   }
@@ -329,12 +332,6 @@ SweepResult sweep_rcp_approx(const std::uint8_t* table, std::size_t table_bytes)
 SweepResult sweep_div_full(const std::uint8_t* table, std::size_t table_bytes) {
   return sweep_with_table("div.full sweep", table, table_bytes, div_full_sweep_kernel);
 }
-
-std::uint16_t* pinned_codes(std::size_t count) {
-  void* p = nullptr;
-  return cudaMallocHost(&p, sizeof(std::uint16_t) * count) == cudaSuccess ? static_cast<std::uint16_t*>(p) : nullptr;
-}
-void release_pinned(std::uint16_t* codes) { cudaFreeHost(codes); }
 
 std::string device_codes(Format f, const Conversion& c, std::uint64_t begin, std::uint32_t count,
                          std::uint16_t* codes, double* milliseconds) {

@@ -50,16 +50,11 @@ SweepResult sweep_div_full(const std::uint8_t* table, std::size_t table_bytes);
 // device, over every FP32 bit pattern.
 SweepResult sweep_fast_path(int which);
 
-// The device-compiled codec (deterministic rounding) against the host codec's codes as runs
-// (proptests/codec_runs.hpp): runs ascending starts and their codes, tile_first the run of each
+// The device-compiled codec against the host codec's codes as runs (proptests/codec_runs.hpp;
+// stochastic rounding with `tile_random_bits`): runs ascending starts and their codes, tile_first the run of each
 // tile of 2^tile_bits inputs (and one more entry: the last run); every FP32 bit pattern compared.
 SweepResult sweep_runs(Format f, const Conversion& c, const std::uint32_t* starts, const std::uint16_t* codes,
                        std::uint32_t runs, const std::uint32_t* tile_first, int tile_bits);
-
-// Page-locked host memory for `count` codes (device_codes copies into it at the bus's speed; into
-// pageable memory the driver stages the copy, several seconds a sweep), or nullptr; and its release.
-std::uint16_t* pinned_codes(std::size_t count);
-void release_pinned(std::uint16_t* codes);
 
 // The device-compiled codec over inputs [begin, begin + count) into codes (host memory).
 // random_bits for stochastic rounding are kvq::props::mix32(input) on both sides.

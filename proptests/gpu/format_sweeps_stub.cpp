@@ -24,8 +24,6 @@ SweepResult sweep_runs(Format, const Conversion&, const std::uint32_t*, const st
 }
 SweepResult sweep_rcp_approx(const std::uint8_t*, std::size_t) { return without_cuda(); }
 SweepResult sweep_div_full(const std::uint8_t*, std::size_t) { return without_cuda(); }
-std::uint16_t* pinned_codes(std::size_t) { return nullptr; }
-void release_pinned(std::uint16_t*) {}
 std::string device_codes(Format, const Conversion&, std::uint64_t, std::uint32_t, std::uint16_t*, double*) {
   return "built without CUDA";
 }
