@@ -137,6 +137,16 @@ KVQ_HD inline std::uint8_t e4m3_satfinite_fast(float y) {
 #endif
 }
 
+// PyTorch's eager cast to float8_e4m3fn (ConventionId::torch, half to even) of a value whose NaN
+// is the GPU's canonical +NaN (ElementCast::nonsaturating): the satfinite cast up to 464, which
+// rounds to 448 (the tie goes to 448's even mantissa); past it NaN with the sign, 0x7F | sign;
+// a NaN 0x7F.
+KVQ_HD inline std::uint8_t e4m3_nonsaturating_fast(float v) {
+  if (v != v) return 0x7F;
+  if (fabsf(v) > 464.0f) return static_cast<std::uint8_t>(0x7Fu | ((bits_of(v) >> 24) & 0x80u));
+  return e4m3_satfinite_fast(v);
+}
+
 // Two FP32 values -> two E4M3FN codes (CUDA satfinite RNE), lo in the low byte: one paired
 // conversion on the device.
 KVQ_HD inline std::uint16_t e4m3x2_satfinite_fast(float lo, float hi) {
@@ -164,6 +174,17 @@ KVQ_HD inline std::uint32_t e4m3x4_satfinite_fast(const float* y) {
   return e4m3_satfinite_fast(y[0]) | std::uint32_t{e4m3_satfinite_fast(y[1])} << 8 |
          std::uint32_t{e4m3_satfinite_fast(y[2])} << 16 | std::uint32_t{e4m3_satfinite_fast(y[3])} << 24;
 #endif
+}
+
+// Four FP32 values -> four codes of e4m3_nonsaturating_fast, y[0] in the low byte: the satfinite
+// four (e4m3x4_satfinite_fast), each byte of a value past 464 or NaN replaced by its own.
+KVQ_HD inline std::uint32_t e4m3x4_nonsaturating_fast(const float* y) {
+  std::uint32_t word = e4m3x4_satfinite_fast(y);
+  KVQ_UNROLL
+  for (int i = 0; i < 4; ++i)
+    if (!(fabsf(y[i]) <= 464.0f))
+      word = (word & ~(0xFFu << (8 * i))) | (std::uint32_t{e4m3_nonsaturating_fast(y[i])} << (8 * i));
+  return word;
 }
 
 // FP64 -> FP32 rounding to odd: toward zero, then the last bit set if anything was dropped (NaN

@@ -420,10 +420,29 @@ KVQ_HD inline float lean_scale(const GlobalTerms& t, float bmax, float divisor) 
   return divide_by_reciprocal(scaled, t.g, t.rg);
 }
 
+// recipe_detail::two_level_decode_scale for a lean_block, the rule's divisions by g and by the
+// constant divisor by reciprocal (the same quotients: lean_scale's, Markstein's theorem in the lean
+// range); the reference rule's is lean_scale. An engine variant's (has_packed_variant_form) keeps
+// its own steps: bmax * RN(1/divisor) for Division::constant_reciprocal, the ratio rounded to its
+// scale dtype, (bmax / m) * e for an encode parameter, and ModelOpt's bmax / (m * g) one IEEE
+// division.
+KVQ_HD inline float lean_decode_scale(const Recipe& r, const GlobalTerms& t, float bmax, float divisor) {
+  if (r.scale_form == ScaleForm::over_product) return bmax / (divisor * t.g);
+  const float over = r.division == Division::constant_reciprocal ? bmax * (1.0f / divisor)
+                     : divisor == 4.0f                            ? bmax * 0.25f
+                                                                  : divide_by_reciprocal(bmax, divisor, 1.0f / divisor);
+  const float ratio = recipe_detail::in_scale_dtype(r, over);
+  return r.tensor_param == TensorParam::encode ? ratio * t.g : divide_by_reciprocal(ratio, t.g, t.rg);
+}
+
 // recipe_detail::two_level_plan(r, g, bmax, divisor) for a lean_block: the same plan, its
-// quotients by reciprocal and its multiplier from the table.
+// quotients by reciprocal and its multiplier (1/g)/sf from the table (an encode parameter's g/sf:
+// the rule's own division). Not for Division::full_approx (no packed form takes it).
 KVQ_HD inline BlockPlan two_level_plan_lean(const Recipe& r, const GlobalTerms& t, float bmax, float divisor) {
-  return recipe_detail::two_level_plan_from(r, t.g, bmax, lean_scale(t, bmax, divisor), TableMultiplier{t.codes});
+  const float s = lean_decode_scale(r, t, bmax, divisor);
+  if (r.tensor_param == TensorParam::encode)
+    return recipe_detail::two_level_plan_from(r, t.g, bmax, s, recipe_detail::RuleMultiplier{r, t.g});
+  return recipe_detail::two_level_plan_from(r, t.g, bmax, s, TableMultiplier{t.codes});
 }
 
 // Whether the rule is the reference two-level one (or four_over_six's), whose plans have a lean form.
@@ -529,10 +548,12 @@ enum class PackedRoute : std::uint8_t {
   four_over_six_words,  // packed_detail::four_over_six_words: another finite 4over6 block whose plans multiply
   lean_plan,            // a finite block, one plan from g's code table by reciprocals (two_level_plan_lean)
   plan,                 // a finite block, one plan by IEEE division (two_level_plan, plan_block)
+  variant_lean_plan,    // an engine variant's finite block (has_packed_variant_form), lean: two_level_plan_lean
+  variant_plan,         // another finite block of such a variant: its rule's plan (variant_plan)
   quantize_block,       // quantize_block itself: no fast form, a NaN or inf block, or an unpackable plan
 };
 inline constexpr const char* kPackedRouteNames[] = {"four_over_six_usual", "four_over_six_words", "lean_plan", "plan",
-                                                    "quantize_block"};
+                                                    "variant_lean_plan", "variant_plan", "quantize_block"};
 inline const char* name_of(PackedRoute route) { return kPackedRouteNames[static_cast<int>(route)]; }
 
 // Whether quantize_block_packed has a fast form for the recipe's elements (else it runs
@@ -543,6 +564,89 @@ KVQ_HD constexpr bool has_packed_fast_form(const Recipe& r) {
                         (r.element == FormatId::e2m1 && r.element_rounding == Rounding::nearest_away);
   return four_bit && rounding && !is_engine_variant(r);
 }
+
+// The element casts that write +0 for a zero value v = +-0 and are satfinite otherwise on a finite
+// block (no NaN value there): ModelOpt's and compressed-tensors' sign from v < 0, block-FP4's count,
+// and the four-over-six package's rounding while |v| < 7 (has_packed_variant_form).
+KVQ_HD constexpr bool casts_zero_unsigned(const Recipe& r) {
+  return r.element_cast == ElementCast::satfinite_unsigned_zero || r.element_cast == ElementCast::bounds_count ||
+         r.element_cast == ElementCast::e2m1_by_rounding;
+}
+
+// Engine variants whose finite blocks quantize_block_packed packs (PackedRoute::variant_plan): E2M1
+// elements, half to even (or half away under a power-of-two scale), under the reference two-level
+// rule (torchao, ModelOpt, compressed-tensors; elements divided IEEE or multiplied), the
+// four-over-six package's one-candidate rule (TwoLevel::amax_encode) or a power-of-two rule with
+// FP32 elements (block-FP4), whose plan the recipe's own arithmetic gives (variant_plan), cast
+// satfinite on a finite block (torchao's cast differs for a NaN value alone) but for a zero's sign
+// (casts_zero_unsigned). The package's rounding (e2m1_by_rounding, half to even) is that cast
+// below 7 (7 rounds to 8 there): a block whose values may reach 7 goes to quantize_block.
+KVQ_HD constexpr bool has_packed_variant_form(const Recipe& r) {
+  const bool two_level = r.scale == BlockScale::e4m3_two_level &&
+                         (r.two_level == TwoLevel::reference || r.two_level == TwoLevel::amax_encode) &&
+                         r.division != Division::full_approx && r.element_rounding == Rounding::nearest_even;
+  const bool pow2 = r.scale == BlockScale::e8m0_pow2 && r.scale_dtype == FormatId::fp32 &&
+                    (r.element_rounding == Rounding::nearest_even ||
+                     (r.element_rounding == Rounding::nearest_away && r.element_cast != ElementCast::e2m1_by_rounding));
+  return is_engine_variant(r) && r.element == FormatId::e2m1 && (two_level || pow2) && !r.element_input_bf16 &&
+         (r.element_cast == ElementCast::satfinite || r.element_cast == ElementCast::torchao_e2m1 ||
+          casts_zero_unsigned(r));
+}
+// The plan of a finite block (max |x| = m, no NaN) of a recipe with has_packed_variant_form (g: the
+// tensor parameter, amax itself for amax_encode).
+KVQ_HD inline BlockPlan variant_plan(const Recipe& r, float g, float m) {
+  if (r.scale == BlockScale::e8m0_pow2) return recipe_detail::pow2_plan(r, m);
+  if (r.two_level == TwoLevel::amax_encode) return recipe_detail::amax_encode_plan(r, g, m, false);
+  return recipe_detail::two_level_plan(r, g, m, element_max(r));
+}
+
+namespace packed_detail {
+
+// A plan's words from the block's signs: q = x * by, or x / by by its reciprocal. False (nothing
+// written) for the four-over-six package's rounding where some |q| may reach 7.
+template <int kN>
+KVQ_HD inline bool encode_plan_words(const Recipe& r, const BlockPlan& p, float m, const float* x,
+                                     const std::uint32_t* signs, std::uint32_t* words) {
+  const bool divide = p.op == ElementOp::divide;
+  const float y = divide ? 1.0f / p.by : p.by;
+  const Magnitude magnitude = block_magnitude(r, m, y);
+  if (r.element_cast == ElementCast::e2m1_by_rounding && magnitude != Magnitude::e2m1_below_7) return false;
+  if (divide) {
+    encode_words<kN, true>(magnitude, x, signs, p.by, y, words);
+  } else {
+    encode_words<kN, false>(magnitude, x, signs, p.by, y, words);
+  }
+  return true;
+}
+
+// For a cast that writes +0 for v = +-0 (casts_zero_unsigned): the sign nibbles of the elements
+// whose value is 0 cleared. Under a zero plan (x * 0) that is every element; else the elements
+// x = +-0, where every nonzero x gives v != 0: the block's smallest nonzero |x| gives
+// |v| >= 2^-126, and rounding is monotonic. False where it does not (a block spanning more than
+// 2^126 or so): the caller runs quantize_block.
+template <int kN>
+KVQ_HD inline bool clear_zero_signs(const float* x, const BlockPlan& p, std::uint32_t* signs) {
+  if (p.op == ElementOp::multiply && p.by == 0.0f) {
+    KVQ_UNROLL
+    for (int w = 0; w < kN / 8; ++w) signs[w] = 0;
+    return true;
+  }
+  std::uint32_t least = 0xFFFFFFFFu;  // the smallest nonzero magnitude's bits - 1 (a zero wraps)
+  KVQ_UNROLL
+  for (int w = 0; w < kN / 8; ++w) {
+    KVQ_UNROLL
+    for (int k = 0; k < 8; ++k) {
+      const std::uint32_t a = bits_of(x[8 * w + k]) & 0x7fffffffu;
+      least = a - 1u < least ? a - 1u : least;
+      signs[w] &= ~(static_cast<std::uint32_t>(a == 0u) << (4 * k + 3));
+    }
+  }
+  if (least == 0xFFFFFFFFu) return true;  // every element zero
+  const float smallest = float_from_bits(least + 1u);
+  return (p.op == ElementOp::divide ? smallest / p.by : smallest * p.by) >= 0x1p-126f;
+}
+
+}  // namespace packed_detail
 
 // Unpacked 4-bit codes (one a byte) to words, element 8w + k in bits 4k..4k+3 of word w.
 KVQ_HD inline void pack_codes(const std::uint8_t* codes, int n, std::uint32_t* words) {
@@ -593,17 +697,22 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_packed(const Recipe& r, con
       } else {
         const BlockPlan p = packed_detail::plan_of(r, t, m, element_max(r));
         if (packed_detail::packable(p)) {
-          const bool divide = p.op == ElementOp::divide;
-          const float y = divide ? 1.0f / p.by : p.by;
-          const packed_detail::Magnitude magnitude = packed_detail::block_magnitude(r, m, y);
-          if (divide) {
-            packed_detail::encode_words<kN, true>(magnitude, x, signs, p.by, y, words);
-          } else {
-            packed_detail::encode_words<kN, false>(magnitude, x, signs, p.by, y, words);
-          }
+          packed_detail::encode_plan_words<kN>(r, p, m, x, signs, words);
           took(packed_detail::lean_plan_of(r, t, m) ? PackedRoute::lean_plan : PackedRoute::plan);
           return p.scale_code;
         }
+      }
+    }
+  } else if (has_packed_variant_form(r)) {
+    std::uint32_t signs[kN / 8];
+    const float m = packed_detail::block_signs_and_max<kN, kPairs>(x, pairs, signs);
+    if (m <= kFp32Max) {  // finite: no element is NaN
+      const bool lean = packed_detail::lean_plan_of(r, t, m);  // the two-level variants', with g's table
+      const BlockPlan p = lean ? packed_detail::two_level_plan_lean(r, t, m, element_max(r)) : variant_plan(r, t.g, m);
+      if (packed_detail::packable(p) && (!casts_zero_unsigned(r) || packed_detail::clear_zero_signs<kN>(x, p, signs)) &&
+          packed_detail::encode_plan_words<kN>(r, p, m, x, signs, words)) {
+        took(lean ? PackedRoute::variant_lean_plan : PackedRoute::variant_plan);
+        return p.scale_code;
       }
     }
   }

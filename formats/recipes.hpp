@@ -162,6 +162,8 @@ struct Recipe {
   // The dequantized value of a zero is +0 whatever the code's sign (SGLang's torch.compile'd
   // block-FP4 dequantize writes +0 for E2M1 0x8; its eager body writes -0).
   bool dequantize_unsigned_zero = false;
+
+  friend constexpr bool operator==(const Recipe&, const Recipe&) = default;  // every field
 };
 
 // r with the port and engine variant fields at their defaults: what the kernels' fixed
@@ -318,11 +320,15 @@ KVQ_HD KVQ_VARIANT_NOINLINE inline std::uint8_t encode_element_variant(ElementRu
 
 // One element: the recipe's cast of v (BF16 first where element_input_bf16). tl.clamp's NaN -> +max
 // is a select in line before the one satfinite cast, for the kernels that apply it (the MLA MODEL1
-// writer, the Triton FP8 recipes: docs/performance.md); the other casts go out of line.
+// writer, the Triton FP8 recipes: docs/performance.md), and PyTorch's E4M3 cast two selects around
+// it; the other casts go out of line.
 KVQ_HD inline std::uint8_t encode_element(const Recipe& r, float v) {
   if (r.element_input_bf16) v = float_from_bits(static_cast<std::uint32_t>(bf16_rne_fast(v)) << 16);
   if (r.element_cast == ElementCast::triton_clamp) {
     v = v != v ? element_max(r) : v;
+  } else if (r.element_cast == ElementCast::nonsaturating && r.element == FormatId::e4m3fn &&
+             r.element_rounding == Rounding::nearest_even) {
+    return e4m3_nonsaturating_fast(v);
   } else if (r.element_cast != ElementCast::satfinite) {
     return encode_element_variant(element_rule(r), v);
   }
@@ -519,22 +525,29 @@ KVQ_HD inline float two_level_multiplier(const Recipe& r, float g, float sf) {
   return r.tensor_param == TensorParam::encode ? divide(r, g, sf) : divide(r, divide(r, 1.0f, g), sf);
 }
 
+// The reference rule's block decode scale s of a block with max |x| = bmax, as the recipe's code
+// computes it: (bmax / m) / g, bmax / (m * g), or (bmax / m) * e for an encode parameter
+// (Recipe::scale_form, Recipe::division; 16-bit statistics rounded to their dtype).
+KVQ_HD inline float two_level_decode_scale(const Recipe& r, float g, float bmax, float divisor) {
+  const bool encode = r.tensor_param == TensorParam::encode;
+  const float ratio = in_scale_dtype(r, divide_by_constant(r, bmax, divisor));
+  return r.scale_form == ScaleForm::over_product ? divide(r, bmax, divisor * g) : (encode ? ratio * g : divide(r, ratio, g));
+}
+
 // The reference scale rule for the block decode scale (bmax/divisor)/g; codes filled, sf8 returned.
 KVQ_HD inline std::uint8_t two_level_reference(const Recipe& r, float g, const float* x, int n, float bmax,
                                                float divisor, std::uint8_t* codes) {
-  // (bmax / m) / g, bmax / (m * g), or (bmax / m) * e for an encode parameter (Recipe::scale_form).
-  const bool encode = r.tensor_param == TensorParam::encode;
-  const float ratio = in_scale_dtype(r, divide_by_constant(r, bmax, divisor));  // 16-bit statistics: rounded
-  const float s = r.scale_form == ScaleForm::over_product ? divide(r, bmax, divisor * g) : (encode ? ratio * g : divide(r, ratio, g));
-  const TwoLevelScale k = two_level_scale(r, g, bmax, s);
+  const TwoLevelScale k = two_level_scale(r, g, bmax, two_level_decode_scale(r, g, bmax, divisor));
   const bool divides = r.apply == Apply::divide;
   encode_two_level(r, x, n, k.zero, divides, divides ? k.denominator : two_level_multiplier(r, g, k.sf), codes);
   return k.sf8;
 }
 
 // The reference rule as a plan, from its block decode scale s = (bmax/divisor)/g however computed
-// (IEEE here; formats/packed_quantize.hpp: two_level_plan_lean): two_level_scale, and what the
-// elements become. multiplier(sf8, sf) gives (1/g)/sf.
+// (two_level_decode_scale here; formats/packed_quantize.hpp: two_level_plan_lean): two_level_scale,
+// and what the elements become: two_level_reference's elements, x / denominator (Division::ieee; the
+// packed route requires it), x * multiplier(sf8, sf) or x * 0. multiplier gives (1/g)/sf (g/sf for an
+// encode parameter).
 template <typename Multiplier>
 KVQ_HD inline BlockPlan two_level_plan_from(const Recipe& r, float g, float bmax, float s, const Multiplier& multiplier) {
   const TwoLevelScale k = two_level_scale(r, g, bmax, s);
@@ -542,12 +555,15 @@ KVQ_HD inline BlockPlan two_level_plan_from(const Recipe& r, float g, float bmax
   if (r.apply == Apply::divide) return {k.sf8, ElementOp::divide, k.denominator};
   return {k.sf8, ElementOp::multiply, multiplier(k.sf8, k.sf)};  // torchao: x * ((1/g)/sf)
 }
-struct IeeeMultiplier {
+struct RuleMultiplier {
+  const Recipe& r;
   float g;
-  KVQ_HD float operator()(std::uint8_t, float sf) const { return (1.0f / g) / sf; }
+  KVQ_HD float operator()(std::uint8_t, float sf) const { return two_level_multiplier(r, g, sf); }
 };
+// The rule's plan as the recipe's code computes it (engine variants of the reference rule too:
+// formats/packed_quantize.hpp has_packed_variant_form).
 KVQ_HD inline BlockPlan two_level_plan(const Recipe& r, float g, float bmax, float divisor) {
-  return two_level_plan_from(r, g, bmax, (bmax / divisor) / g, IeeeMultiplier{g});
+  return two_level_plan_from(r, g, bmax, two_level_decode_scale(r, g, bmax, divisor), RuleMultiplier{r, g});
 }
 
 // FlashInfer (decode scale g) and vLLM (k_scale = g, encode scale 1/g): reciprocal arithmetic.
@@ -577,10 +593,10 @@ KVQ_HD inline float two_level_squared_error(const Recipe& r, float g, const floa
   return sum;
 }
 
-// One candidate of the four-over-six package's rules (TwoLevel::amax_encode): its scale code, each
-// element's rounded value f (values) and code. expand: the /4 candidate, s * 1.5.
-KVQ_HD inline std::uint8_t amax_encode_candidate(const Recipe& r, float amax, const float* x, int n, float bmax,
-                                                 bool expand, float* values, std::uint8_t* codes) {
+// One candidate's plan under the four-over-six package's arithmetic (TwoLevel::amax_encode): its
+// scale code and the elements' multiplier 1 / ((1 / enc) * sf), 0 for a zero scale (whose elements
+// are +0). expand: the /4 candidate, s * 1.5.
+KVQ_HD inline BlockPlan amax_encode_plan(const Recipe& r, float amax, float bmax, bool expand) {
   std::uint8_t sf8 = 0;
   if (amax != 0.0f) {  // amax == 0: every scale 0 (no 0/0)
     const float enc = r.tensor_divisor / amax;
@@ -592,7 +608,15 @@ KVQ_HD inline std::uint8_t amax_encode_candidate(const Recipe& r, float amax, co
     sf8 = static_cast<std::uint8_t>(encode_float(kE4M3FN, convention_rule(ConventionId::torch, FormatId::e4m3fn).conversion, s));
   }
   const float sf = e4m3_value_fast(sf8);
-  const float by = sf != 0.0f ? 1.0f / ((1.0f / (r.tensor_divisor / amax)) * sf) : 0.0f;
+  return {sf8, ElementOp::multiply, sf != 0.0f ? 1.0f / ((1.0f / (r.tensor_divisor / amax)) * sf) : 0.0f};
+}
+// One candidate of the four-over-six package's rules: its scale code (amax_encode_plan), each
+// element's rounded value f (values) and code.
+KVQ_HD inline std::uint8_t amax_encode_candidate(const Recipe& r, float amax, const float* x, int n, float bmax,
+                                                 bool expand, float* values, std::uint8_t* codes) {
+  const BlockPlan p = amax_encode_plan(r, amax, bmax, expand);
+  const std::uint8_t sf8 = p.scale_code;
+  const float sf = e4m3_value_fast(sf8), by = p.by;
   for (int i = 0; i < n; ++i) {  // out of line (quantize_two_level_amax): n is not a constant here
     if (r.element_cast == ElementCast::e2m1_by_rounding) {
       values[i] = sf != 0.0f ? e2m1_by_rounding_value(x[i] * by) : 0.0f;  // a zero scale writes +0
@@ -672,6 +696,18 @@ KVQ_HD inline std::uint8_t quantize_two_level(const Recipe& r, float g, const fl
 }  // namespace recipe_detail
 
 namespace recipe_detail {
+// A power-of-two block's element multiplier for its exponent e: 2^-e (torchao divides by
+// max(2^e, 2^-126): Recipe::pow2_min_normal_divisor; its RCEIL multiplies by 1 at byte 0:
+// Recipe::pow2_zero_byte_unscaled). Elements in FP32 (scale_dtype FP32).
+KVQ_HD inline float pow2_element_multiplier(const Recipe& r, int e) {
+  return r.pow2_zero_byte_unscaled && e == -127 ? 1.0f : pow2_float(-(r.pow2_min_normal_divisor && e < -126 ? -126 : e));
+}
+// The plan of a power-of-two block with max |x| = bmax, finite, no element NaN, elements in FP32:
+// quantize_block's scale code and multiplier, engine variants' rules included.
+KVQ_HD inline BlockPlan pow2_plan(const Recipe& r, float bmax) {
+  const int e = e8m0_block_exponent(r, bmax);
+  return {e8m0_code(r, e), ElementOp::multiply, pow2_element_multiplier(r, e)};
+}
 // A power-of-two block's elements as eager PyTorch computes them on a 16-bit tensor (Recipe::
 // scale_dtype): x / exp2(e), both rounded to that dtype (FP16: 2^e below 2^-24 is 0, so x / 0).
 // Out of line on the device, the recipe by value (KVQ_VARIANT_NOINLINE says why), so that
@@ -706,9 +742,7 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_with_max(const Recipe& r, f
         pow2_elements_in_scale_dtype(r, e, x, n, codes);
         return e8m0_code(r, e);
       }
-      // (torchao's RCEIL multiplies by 1 at byte 0: Recipe::pow2_zero_byte_unscaled.)
-      const float down = r.pow2_zero_byte_unscaled && e == -127 ? 1.0f
-                                                               : pow2_float(-(r.pow2_min_normal_divisor && e < -126 ? -126 : e));
+      const float down = pow2_element_multiplier(r, e);
       KVQ_UNROLL
       for (int i = 0; i < n; ++i) codes[i] = encode_element(r, x[i] * down);
       return e8m0_code(r, e);
@@ -750,7 +784,8 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block(const Recipe& r, float g, c
 // through a plan: built on plans it put the 8-bit kernels' arrays in local memory and raised the
 // nvfp4-4over6 kernel from 72 to 96 registers through its fallback path (docs/performance.md).
 // Not for engine variants (is_engine_variant: their fields are quantize_block's alone; every caller
-// gates on it).
+// gates on it), but for per-tensor ones, whose plan is g's rule alone, divided as the recipe
+// divides (the kernels' tensor spans: kernels/block_quantize.hpp quantize_tensor_span).
 KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool any_nan) {
   switch (r.scale) {
     case BlockScale::e4m3_two_level:
@@ -764,9 +799,10 @@ KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool an
       // format rounds to +-0 from the exact value too: the exact scaling, rounded once.
       return {e8m0_code(r, e), ElementOp::multiply, pow2_float(-e)};
     }
-    case BlockScale::tensor_only:
+    case BlockScale::tensor_only:  // engine variants too: x / g by the recipe's division, x * (1 / g) by its reciprocal
       if (g == 0.0f && r.zero_guard != ZeroGuard::none) return {0, ElementOp::multiply, 0.0f};
-      return r.apply == Apply::divide ? BlockPlan{0, ElementOp::divide, g} : BlockPlan{0, ElementOp::multiply, 1.0f / g};
+      return r.apply == Apply::divide ? BlockPlan{0, ElementOp::divide, g}
+                                      : BlockPlan{0, ElementOp::multiply, recipe_detail::divide(r, 1.0f, g)};
   }
   return {};
 }

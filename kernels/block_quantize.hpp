@@ -60,15 +60,25 @@ KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType 
 }
 
 // kN scaled values q of an 8-bit recipe to their codes, four a little-endian word: E4M3 half to
-// even four at a time (e4m3x4_satfinite_fast, what encode_element does), else encode_element.
+// even four at a time (what encode_element does: e4m3x4_satfinite_fast, after tl.clamp's NaN ->
+// +max for triton_clamp; e4m3x4_nonsaturating_fast for PyTorch's cast), else encode_element.
 template <int kN>
 KVQ_HD inline void encode_byte_words(const Recipe& r, const float* q, std::uint32_t* words) {
   static_assert(kN % 4 == 0);
-  if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even && !r.element_input_bf16 &&
-      r.element_cast == ElementCast::satfinite) {
-    KVQ_UNROLL
-    for (int w = 0; w < kN / 4; ++w) words[w] = e4m3x4_satfinite_fast(q + 4 * w);
-    return;
+  if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even && !r.element_input_bf16) {
+    if (r.element_cast == ElementCast::satfinite || r.element_cast == ElementCast::triton_clamp) {
+      float v[kN];
+      KVQ_UNROLL
+      for (int i = 0; i < kN; ++i) v[i] = r.element_cast == ElementCast::triton_clamp && q[i] != q[i] ? element_max(r) : q[i];
+      KVQ_UNROLL
+      for (int w = 0; w < kN / 4; ++w) words[w] = e4m3x4_satfinite_fast(v + 4 * w);
+      return;
+    }
+    if (r.element_cast == ElementCast::nonsaturating) {
+      KVQ_UNROLL
+      for (int w = 0; w < kN / 4; ++w) words[w] = e4m3x4_nonsaturating_fast(q + 4 * w);
+      return;
+    }
   }
   KVQ_UNROLL
   for (int w = 0; w < kN / 4; ++w) {
@@ -81,9 +91,9 @@ KVQ_HD inline void encode_byte_words(const Recipe& r, const float* q, std::uint3
 // Per-tensor recipes (8-bit codes, no block scales) in spans of kSpan elements: the kernels take
 // 16 bytes of input a thread (kTensorSpanOf: 8 BF16/FP16 values, 4 FP32), so a warp's loads and
 // stores are contiguous (a thread per chunk of 16 BF16 loaded 32 bytes at a 32-byte lane stride).
-// The elements of quantize_block's per-tensor case: plan_block's rule for g (x / g, x * (1/g), or
-// x * 0 where g = 0), then encode_byte_words; elements [first, first + kSpan) of the row-major
-// tensor.
+// The elements of quantize_block's per-tensor case: plan_block's rule for g (x / g by the recipe's
+// division, x * (1/g), or x * 0 where g = 0), then encode_byte_words; elements [first, first +
+// kSpan) of the row-major tensor. Engine variants too (their casts: encode_element).
 // kStreamed: the memory access policy (io::load_values); the kernel streams dividing spans only:
 // each policy is the faster for its op (docs/performance.md).
 KVQ_HD constexpr int kTensorSpanOf(DType input) { return input == DType::fp32 ? 4 : 8; }
@@ -94,7 +104,7 @@ KVQ_HD inline void quantize_tensor_span(const Recipe& r, const BlockPlan& p, DTy
   float q[kSpan];
   io::load_values<kStreamed>(input, x, first, kSpan, q);
   KVQ_UNROLL
-  for (int i = 0; i < kSpan; ++i) q[i] = p.op == ElementOp::divide ? q[i] / p.by : q[i] * p.by;
+  for (int i = 0; i < kSpan; ++i) q[i] = p.op == ElementOp::divide ? recipe_detail::divide(r, q[i], p.by) : q[i] * p.by;
   std::uint32_t words[kSpan / 4];
   encode_byte_words<kSpan>(r, q, words);
   put_words<kStreamed>(codes + first, words, kSpan / 4);

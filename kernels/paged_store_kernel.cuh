@@ -24,24 +24,31 @@
 namespace kvq::kernels::paged_kernel {
 
 // The fixed configurations: named recipes (formats/recipe_names.hpp) listed once, in
-// KVQ_PAGED_FIXED_RECIPES (kernels/CMakeLists.txt), which also generates their translation units,
-// one per configuration and 16-bit input type (kernels/paged_store_fixed.cu.in). Each runs its
-// recipe with the reference arithmetic (with_reference_arithmetic; for nvfp4-torchao, torchao's
-// form with IEEE division and the satfinite cast), nearest-even elements and the approx_ftz
-// reciprocal; engine variants (is_engine_variant) themselves run the generic kernel.
+// KVQ_PAGED_FIXED_RECIPES and KVQ_PAGED_VARIANT_RECIPES (kernels/CMakeLists.txt), which also
+// generate their translation units, one per configuration and 16-bit input type
+// (kernels/paged_store_fixed.cu.in). The first list's run their recipe with the reference
+// arithmetic (with_reference_arithmetic; for nvfp4-torchao, torchao's form with IEEE division and
+// the satfinite cast), nearest-even elements and the approx_ftz reciprocal; the second list's
+// (from KVQ_PAGED_FIRST_VARIANT on) run their engine variant exactly, through the packed variant
+// route (formats/packed_quantize.hpp has_packed_variant_form). Other engine variants run the
+// generic kernel.
 constexpr int kGeneric = -1;
 #define KVQ_PAGED_FIXED_NAME(i, name) name,
 inline constexpr std::string_view kFixedNames[] = {KVQ_PAGED_FIXED(KVQ_PAGED_FIXED_NAME)};
 #undef KVQ_PAGED_FIXED_NAME
 constexpr int kFixedCount = sizeof(kFixedNames) / sizeof(kFixedNames[0]);
+template <int C>
+constexpr bool kVariantOf = C >= KVQ_PAGED_FIRST_VARIANT;
 
-// Fixed configuration C as a whole recipe: its named recipe with the reference arithmetic, 16
-// elements a block (the paged chunk).
+// Fixed configuration C as a whole recipe: its named recipe (with the reference arithmetic, but
+// for an engine variant's configuration), 16 elements a block (the paged chunk).
 template <int C>
 constexpr Recipe fixed_recipe() {
   constexpr std::optional<NamedRecipe> named = recipe_from_name(kFixedNames[C]);
   static_assert(named.has_value(), "KVQ_PAGED_FIXED_RECIPES names a recipe of formats/recipe_names.hpp");
-  Recipe r = with_reference_arithmetic(named->recipe);
+  static_assert(!kVariantOf<C> || has_packed_variant_form(named->recipe),
+                "KVQ_PAGED_VARIANT_RECIPES names engine variants with a packed form");
+  Recipe r = kVariantOf<C> ? named->recipe : with_reference_arithmetic(named->recipe);
   r.block = kPagedChunk;
   return r;
 }
@@ -57,6 +64,12 @@ inline bool matches(const Recipe& r) {
                     (c.element == FormatId::e2m1 ? c.scale == BlockScale::e4m3_two_level
                                                  : c.element == FormatId::e4m3fn && c.scale == BlockScale::tensor_only),
                 "a fixed paged configuration is an NVFP4 or per-tensor E4M3 recipe, nearest-even, approx_ftz");
+  if constexpr (kVariantOf<C>) {  // the variant exactly, whatever its (unused) block and decode fields
+    Recipe quantized = r;
+    quantized.block = c.block;
+    quantized.dequantize_unsigned_zero = c.dequantize_unsigned_zero;
+    return quantized == c;
+  }
   if (c.element != r.element || c.apply != r.apply || r.element_rounding != Rounding::nearest_even ||
       is_engine_variant(r))
     return false;

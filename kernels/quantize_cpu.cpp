@@ -34,7 +34,7 @@ Status quantize_cpu(const QuantizeShape& s, DType input, const void* x, float g,
   if (auto e = validate(s); !e.ok()) return e;
   if (lane_split(s, input)) return quantize_lanes_cpu(s, input, x, g, codes, scales);  // as device::quantize
   const std::int64_t elements = s.rows * s.cols;
-  if (s.recipe.scale == BlockScale::tensor_only && !s.packed() && !is_engine_variant(s.recipe)) {  // spans of four
+  if (s.recipe.scale == BlockScale::tensor_only && !s.packed()) {  // spans of four (engine variants too)
     const BlockPlan p = plan_block(s.recipe, g, 0.0f, false);
     for_ranges(elements / 4, elements, [&](std::int64_t first, std::int64_t last) {
       for (std::int64_t k = first; k < last; ++k) quantize_tensor_span<4>(s.recipe, p, input, x, 4 * k, codes);

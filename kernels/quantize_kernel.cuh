@@ -18,10 +18,12 @@
 namespace kvq::kernels::quantize_shared {
 
 // What a fixed configuration's kernels compute: the reference arithmetic (quantize, dequantize and
-// workspace kernels), an engine variant's decode arithmetic (dequantize and workspace kernels), or
+// workspace kernels), an engine variant's decode arithmetic (dequantize and workspace kernels),
 // engine variants' quantize rules with the shape alone fixed (quantize kernels: quantize_block with
-// the runtime recipe, its arrays of a constant size).
-enum class FixedUse : std::uint8_t { reference, decode_only, variant_quantize };
+// the runtime recipe, its arrays of a constant size), or one engine variant's quantize with every
+// field of its recipe a constant (quantize kernels: the packed variant route of
+// formats/packed_quantize.hpp; with the recipe at run time the route's registers spilled).
+enum class FixedUse : std::uint8_t { reference, decode_only, variant_quantize, variant_recipe };
 
 struct Config {
   FormatId element;
@@ -41,6 +43,7 @@ struct Config {
   // (dequantize_tensor_param, the unsigned zero).
   TensorParam tensor_param = TensorParam::decode;
   bool unsigned_zero = false;
+  Recipe recipe{};  // variant_recipe: the whole recipe (its block the configuration's)
 };
 // The fixed configurations, one list: a named recipe (formats/recipe_names.hpp), its block where
 // the kernel's differs, and whether the kernel pins the recipe's apply, zero guard and clamp.
@@ -50,8 +53,9 @@ struct Config {
 // arithmetic: `computes`), so a configuration dequantizes every recipe of its shape whose decode
 // arithmetic is the reference's, engine variants included; a decode-only entry has no quantize
 // kernel and dequantizes its recipe's decode arithmetic. The workspace (requantize_e4m3) reads the
-// shape alone. A variant_quantize entry quantizes every engine variant of its shape (element,
-// scale kind, block). Kernels take an index into kFixed (nvcc's launch stubs need integral
+// shape alone. A variant_recipe entry quantizes its engine variant alone (every field matched), a
+// variant_quantize entry every engine variant of its shape (element, scale kind, block) that no
+// variant_recipe entry before it takes. Kernels take an index into kFixed (nvcc's launch stubs need integral
 // template arguments), kGeneric for the runtime-shaped instantiation.
 struct FixedKernel {
   std::string_view recipe;
@@ -70,8 +74,15 @@ constexpr FixedKernel kFixedKernels[] = {
     {"nvfp4-4over6", 0, false, FixedUse::decode_only},
     {"blockfp4-e8m0-ceil", 0, false, FixedUse::decode_only},
     {"mla-model1-tile64", 0, false, FixedUse::decode_only},
-    // Engine variants' quantize by shape: two-level NVFP4 blocks (torchao, ModelOpt,
-    // compressed-tensors, the four-over-six package), per-tensor FP8 (Triton, PyTorch casts).
+    // Engine variants' quantize, each of its own (the packed variant route: has_packed_variant_form)
+    {"nvfp4-torchao", 0, false, FixedUse::variant_recipe},
+    {"nvfp4-modelopt", 0, false, FixedUse::variant_recipe},
+    {"nvfp4-compressed-tensors", 0, false, FixedUse::variant_recipe},
+    {"blockfp4-e8m0-ceil", 0, false, FixedUse::variant_recipe},
+    {"blockfp4-e8m0-ceil-rne", 0, false, FixedUse::variant_recipe},
+    {"nvfp4-4over6-static6", 0, false, FixedUse::variant_recipe},
+    // and by shape: two-level NVFP4 blocks (the four-over-six package's rules), per-tensor FP8
+    // (Triton, PyTorch casts).
     {"nvfp4-torchao", 0, false, FixedUse::variant_quantize},
     {"fp8-e4m3-tensor-triton", kTensorChunk, false, FixedUse::variant_quantize},
 };
@@ -81,6 +92,10 @@ constexpr Config config_of(const FixedKernel& k) {
   Config c{r.element, r.scale, k.block != 0 ? k.block : r.block, r.two_level, r.element_rounding,
            k.pinned,  r.apply, r.zero_guard,                     r.clamp_block_scale};
   c.use = k.use;
+  if (k.use == FixedUse::variant_recipe) {
+    c.recipe = r;
+    c.recipe.block = c.block;
+  }
   if (k.use == FixedUse::decode_only) {
     c.two_level = TwoLevel::reference;  // the amax styles are tensor_param amax here
     c.tensor_param = dequantize_tensor_param(r);
@@ -102,12 +117,18 @@ constexpr int kGeneric = -1;
 template <int C>
 constexpr int kBlockOf = C == kGeneric ? 0 : kFixed[C].block;
 
+// Configurations whose 4-bit blocks go through quantize_block_packed: the reference ones, and each
+// engine variant of its own (the variant route: formats/packed_quantize.hpp has_packed_variant_form).
 template <int C>
-constexpr bool kMayPackOf = C == kGeneric || (format_of(kFixed[C].element).bits() == 4 && kFixed[C].use == FixedUse::reference);
+constexpr bool kMayPackOf = C == kGeneric || (format_of(kFixed[C].element).bits() == 4 &&
+                                              (kFixed[C].use == FixedUse::reference || kFixed[C].use == FixedUse::variant_recipe));
 
 template <int C>
 __device__ inline QuantizeShape specialise(QuantizeShape s) {
-  if constexpr (C != kGeneric && kFixed[C].use == FixedUse::variant_quantize) {  // the shape alone
+  if constexpr (C != kGeneric && kFixed[C].use == FixedUse::variant_recipe) {  // every field
+    constexpr Recipe kRecipe = kFixed[C].recipe;
+    s.recipe = kRecipe;
+  } else if constexpr (C != kGeneric && kFixed[C].use == FixedUse::variant_quantize) {  // the shape alone
     s.recipe.element = kFixed[C].element;
     s.recipe.scale = kFixed[C].scale;
     if (kFixed[C].scale != BlockScale::tensor_only) s.recipe.block = kFixed[C].block;
@@ -134,16 +155,18 @@ __device__ inline QuantizeShape specialise(QuantizeShape s) {
 template <int C>
 constexpr bool kQuantizesOf = C == kGeneric || kFixed[C].use != FixedUse::decode_only;
 template <int C>
-constexpr bool kDecodesOf = C == kGeneric || kFixed[C].use != FixedUse::variant_quantize;
+constexpr bool kDecodesOf = C == kGeneric || kFixed[C].use == FixedUse::reference || kFixed[C].use == FixedUse::decode_only;
 template <int C>
 constexpr bool kReferenceOf = C != kGeneric && kFixed[C].use == FixedUse::reference;
 
-// Whether configuration C may run the reference two-level rule (or four_over_six), whose lean plans
-// read the table of g's code terms (formats/packed_quantize.hpp: CodeTerms).
+// Whether configuration C may run the reference two-level rule (or four_over_six) or an engine
+// variant of it, whose lean plans read the table of g's code terms (formats/packed_quantize.hpp:
+// CodeTerms).
 template <int C>
-constexpr bool kTableOf = C == kGeneric || (kReferenceOf<C> && kFixed[C].scale == BlockScale::e4m3_two_level &&
-                                            (kFixed[C].two_level == TwoLevel::reference ||
-                                             kFixed[C].two_level == TwoLevel::four_over_six));
+constexpr bool kTableOf = C == kGeneric ||
+                          (kFixed[C].use == FixedUse::variant_recipe && kFixed[C].scale == BlockScale::e4m3_two_level) ||
+                          (kReferenceOf<C> && kFixed[C].scale == BlockScale::e4m3_two_level &&
+                           (kFixed[C].two_level == TwoLevel::reference || kFixed[C].two_level == TwoLevel::four_over_six));
 
 template <int C>
 constexpr bool kOccupiedOf = kReferenceOf<C> && kFixed[C].scale == BlockScale::e4m3_two_level &&
@@ -187,9 +210,10 @@ __device__ __forceinline__ void quantize_blocks(const QuantizeShape& s, const vo
     quantize_one_block<kBlockOf<C>, kMayPackOf<C>>(s, T, x, t, codes, scales, 0, k);  // dense rows: block k of row 0
 }
 
-// Fixed per-tensor configurations run quantize_tensor_span, a thread per 16 bytes of input.
+// Fixed per-tensor configurations run quantize_tensor_span, a thread per 16 bytes of input (the
+// engine variants' too: plan_block's per-tensor rule is theirs).
 template <int C>
-constexpr bool kTensorSpansOf = kReferenceOf<C> && kFixed[C].scale == BlockScale::tensor_only;
+constexpr bool kTensorSpansOf = C != kGeneric && kQuantizesOf<C> && kFixed[C].scale == BlockScale::tensor_only;
 
 template <int C, DType T, class Codes, class Scales>
 __device__ __forceinline__ void quantize_body(QuantizeShape shape, const void* x, float g, Codes codes, Scales scales) {
@@ -243,15 +267,24 @@ enum class Use : std::uint8_t { quantize, dequantize, workspace };
 constexpr bool computes(const Config& c, const Recipe& r, int block, Use use) {
   if (c.element != r.element || c.scale != r.scale || c.block != block) return false;
   switch (use) {
-    case Use::workspace: return c.use != FixedUse::variant_quantize;  // requantize_e4m3 reads the shape alone
+    case Use::workspace:  // requantize_e4m3 reads the shape alone
+      return c.use == FixedUse::reference || c.use == FixedUse::decode_only;
     case Use::dequantize:
-      return c.use != FixedUse::variant_quantize && c.tensor_param == dequantize_tensor_param(r) &&
+      return (c.use == FixedUse::reference || c.use == FixedUse::decode_only) &&
+             c.tensor_param == dequantize_tensor_param(r) &&
              c.unsigned_zero == r.dequantize_unsigned_zero;
-    case Use::quantize:
+    case Use::quantize: {
+      if (c.use == FixedUse::variant_recipe) {  // the variant exactly, whatever its decode-only field
+        Recipe quantized = r;
+        quantized.block = c.block;
+        quantized.dequantize_unsigned_zero = c.recipe.dequantize_unsigned_zero;
+        return quantized == c.recipe;
+      }
       if (c.use == FixedUse::variant_quantize) return is_engine_variant(r);
       return c.use == FixedUse::reference && c.rounding == r.element_rounding && !is_engine_variant(r) &&
              (c.scale != BlockScale::e4m3_two_level || c.two_level == r.two_level) &&
              (!c.pinned || (c.apply == r.apply && c.guard == r.zero_guard && c.clamp == r.clamp_block_scale));
+    }
   }
   return false;
 }

@@ -17,9 +17,9 @@ enum class FastPath : int {
   e4m3_from_fp64, e4m3_from_fp64_sticky, e2m1_magic, int4_magic, e2m1_divide_a, e2m1_divide_b, bf16x2_rne_finite,
   fp16x2_rne_finite, e4m3x2_of_products, e4m3x4_satfinite, e2m1_magic_away,
   e2m1_magic_below_7, e2m1_magic_to_4_5, scale_quotient_a, scale_quotient_b, code_terms, e2m1_round_below_7,
-  bf16x2_max_magnitude, pair_sign_nibbles, fp16x2_max_magnitude
+  bf16x2_max_magnitude, pair_sign_nibbles, fp16x2_max_magnitude, e4m3_nonsaturating
 };
-inline constexpr int kFastPathCount = 31;
+inline constexpr int kFastPathCount = 32;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
     "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
@@ -28,7 +28,7 @@ inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "fp16x2-rne-finite", "e4m3x2-of-products-finite", "e4m3x4-rne-satfinite", "e2m1-magnitude-magic-away",
     "e2m1-magnitude-magic-below-7", "e2m1-magnitude-magic-to-4.5", "scale-quotient-by-reciprocal-set-a",
     "scale-quotient-by-reciprocal-set-b", "code-terms", "e2m1-round-below-7", "bf16x2-max-magnitude",
-    "pair-sign-nibbles", "fp16x2-max-magnitude"};
+    "pair-sign-nibbles", "fp16x2-max-magnitude", "e4m3-rne-nonsaturating"};
 
 // Denominators of the divide cases (formats/packed_quantize.hpp: divide_by_reciprocal is used for
 // d in [2^-64, 2^64]): both ends, powers of two, E4M3 x FP32 products, odd mantissas, near-ones.
@@ -224,6 +224,7 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
     case FastPath::bf16x2_max_magnitude: return pair_max_case(kBF16, bits, false);
     case FastPath::pair_sign_nibbles: return pair_signs_case(bits, false);
     case FastPath::fp16x2_max_magnitude: return pair_max_case(kFP16, bits, false);
+    case FastPath::e4m3_nonsaturating: return e4m3_nonsaturating_fast(x);
   }
   return 0;
 }
@@ -282,6 +283,10 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
     case FastPath::bf16x2_max_magnitude: return pair_max_case(kBF16, bits, true);
     case FastPath::pair_sign_nibbles: return pair_signs_case(bits, true);
     case FastPath::fp16x2_max_magnitude: return pair_max_case(kFP16, bits, true);
+    case FastPath::e4m3_nonsaturating:  // ElementCast::nonsaturating: a NaN value is the canonical +NaN
+      return static_cast<std::uint32_t>(encode(
+          kE4M3FN, convention_conversion(ConventionId::torch, FormatId::e4m3fn, Rounding::nearest_even),
+          unpack(kFP32, (bits & 0x7fffffffu) > 0x7f800000u ? bits_of(canonical_nan()) : bits)));
   }
   return 0;
 }

@@ -49,6 +49,13 @@ rc::Gen<PackedCase> gen_case(const Recipe& r, int n) {
         {1, rc::gen::container<V>(n, rc::gen::map(rc::gen::arbitrary<std::uint32_t>(),
                                                   [](std::uint32_t b) { return float_from_bits(b); }))},
         {1, rc::gen::just(V(static_cast<std::size_t>(n), 0.0f))},
+        // One value near FP32's top, the rest near its bottom, any signs: quotients and products
+        // that underflow to +-0 (the variant route's zero signs: casts_zero_unsigned)
+        {1, rc::gen::exec([n] {
+           V w = *scaled_from(n, {0.0f, 1.0f, 1.5f, 1.75f}, *rc::gen::inRange(-149, -100));
+           w[*rc::gen::inRange(0, n)] = std::ldexp(*rc::gen::element(1.0f, -1.5f), *rc::gen::inRange(90, 128));
+           return w;
+         })},
     });
     if (*rc::gen::inRange(0, 8) == 0)  // NaN, inf or FP32 max somewhere
       x[*rc::gen::inRange(0, n)] = *rc::gen::element(NAN, -NAN, INFINITY, -INFINITY, kFp32Max, -0.0f);
@@ -57,6 +64,9 @@ rc::Gen<PackedCase> gen_case(const Recipe& r, int n) {
     const float g = *rc::gen::weightedOneOf<float>({
         {4, rc::gen::just(tensor_scale(r, amax))},
         {3, rc::gen::map(rc::gen::inRange(-12, 4), [e](int k) { return std::ldexp(1.0f, e + k); })},
+        // large against the block: E4M3 block scales in their subnormal range, whose rounding can
+        // take the largest scaled value to 7 and past (the four-over-six package's rounding: 8)
+        {1, rc::gen::map(rc::gen::inRange(10, 24), [e](int k) { return std::ldexp(1.0f, e + k); })},
         {1, rc::gen::element(0.0f, 0x1p-149f, 0x1p-130f, 0x1p100f, kFp32Max, INFINITY, NAN, -0x1p-3f)},
     });
     return PackedCase{g, x};
@@ -112,7 +122,8 @@ void check_packed(const Recipe& r, const PackedCase& c) {
   check_pair_forms<kN>(r, c);
 }
 
-// The lean plan (reciprocals instead of IEEE division) equals two_level_plan wherever it is used:
+// The lean plan (reciprocals instead of IEEE division) equals two_level_plan wherever it is used
+// (the reference rule's, and the engine variants' of the packed variant route):
 // g and bmax log-uniform over and past [kLeanScaleMin, kLeanScaleMax], with the bounds themselves
 // and their FP32 neighbours, for the /6 (element max) and /4 divisors.
 void check_lean_plan(const Recipe& r) {
@@ -223,8 +234,14 @@ using BlockCheck = void (*)(const Recipe&, const PackedCase&);
 // of which check_packed's cases must reach: every fast form's NaN and inf blocks run
 // quantize_block; 4over6 takes its usual and its other blocks' words; the reference two-level rule
 // a lean plan (g with its table) and a divided one (g alone, or out of the lean range); the other
-// rules their plan.
+// rules their plan; the engine variants with a packed form their rule's plan.
 std::vector<std::string> routes_of(const Recipe& r) {
+  if (has_packed_variant_form(r)) {
+    if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::reference)
+      return {name_of(PackedRoute::variant_lean_plan), name_of(PackedRoute::variant_plan),
+              name_of(PackedRoute::quantize_block)};
+    return {name_of(PackedRoute::variant_plan), name_of(PackedRoute::quantize_block)};
+  }
   if (!has_packed_fast_form(r)) return {name_of(PackedRoute::quantize_block)};
   if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six)
     return {name_of(PackedRoute::four_over_six_usual), name_of(PackedRoute::four_over_six_words),
@@ -257,7 +274,7 @@ void register_packed_quantize_properties() {
   }
   for (const NamedRecipe& named : kRecipes) {
     const Recipe r = named.recipe;
-    if (r.scale == BlockScale::e4m3_two_level &&
+    if (r.scale == BlockScale::e4m3_two_level && (!is_engine_variant(r) || has_packed_variant_form(r)) &&
         (r.two_level == TwoLevel::reference || r.two_level == TwoLevel::four_over_six))
       add_property("kernels", "packed/" + std::string(named.name) + "/lean-plan-equals-plan", Device::cpu,
                    [r](const RunContext& ctx) { return check_random(ctx, [&] { check_lean_plan(r); }); });
