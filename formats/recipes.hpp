@@ -168,7 +168,8 @@ struct Recipe {
 
 // r with the port and engine variant fields at their defaults: what the kernels' fixed
 // reference configurations compute for quantize (kernels/quantize_kernel.cuh: an is_engine_variant
-// recipe's quantize goes to a variant_quantize configuration or the generic kernel).
+// recipe's quantize goes to a variant_recipe or variant_quantize configuration, or the generic
+// kernel).
 // Applied there as constants, it lets the compiler drop every variant branch from those kernels.
 KVQ_HD constexpr Recipe with_reference_arithmetic(Recipe r) {
   const Recipe reference{};
@@ -207,10 +208,12 @@ KVQ_HD constexpr TensorParam dequantize_tensor_param(const Recipe& r) {
   return tensor_param_is_amax(r) ? TensorParam::amax : r.tensor_param;
 }
 
-// Whether a recipe departs from the arithmetic the kernels' fixed configurations and fast forms
-// specialise (the port and engine variant fields): such recipes quantize through quantize_block
-// in every kernel (kernels/quantize_kernel.cuh: a kernel of their shape, or the generic one) and
-// on the CPU; their dequantize and workspace take the fixed kernels of their decode arithmetic.
+// Whether a recipe departs from the arithmetic the kernels' reference configurations and fast forms
+// specialise (the port and engine variant fields): such recipes quantize through quantize_block,
+// but where a fast form computes the variant's own arithmetic (formats/packed_quantize.hpp
+// has_packed_variant_form; the per-tensor spans) in a kernel of their own, of their shape, or the
+// generic one (kernels/quantize_kernel.cuh), and on the CPU; their dequantize and workspace take the
+// fixed kernels of their decode arithmetic.
 KVQ_HD constexpr bool is_engine_variant(const Recipe& r) {
   return r.element_input_bf16 || r.e8m0_bias != 127 || r.division != Division::ieee ||
          r.element_cast != ElementCast::satfinite || r.tensor_param != TensorParam::decode ||
@@ -545,8 +548,8 @@ KVQ_HD inline std::uint8_t two_level_reference(const Recipe& r, float g, const f
 
 // The reference rule as a plan, from its block decode scale s = (bmax/divisor)/g however computed
 // (two_level_decode_scale here; formats/packed_quantize.hpp: two_level_plan_lean): two_level_scale,
-// and what the elements become: two_level_reference's elements, x / denominator (Division::ieee; the
-// packed route requires it), x * multiplier(sf8, sf) or x * 0. multiplier gives (1/g)/sf (g/sf for an
+// and what the elements become: two_level_reference's elements, x / denominator (an IEEE division
+// unless Division::full_approx, which no packed route takes), x * multiplier(sf8, sf) or x * 0. multiplier gives (1/g)/sf (g/sf for an
 // encode parameter).
 template <typename Multiplier>
 KVQ_HD inline BlockPlan two_level_plan_from(const Recipe& r, float g, float bmax, float s, const Multiplier& multiplier) {

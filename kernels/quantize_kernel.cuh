@@ -19,8 +19,8 @@ namespace kvq::kernels::quantize_shared {
 
 // What a fixed configuration's kernels compute: the reference arithmetic (quantize, dequantize and
 // workspace kernels), an engine variant's decode arithmetic (dequantize and workspace kernels),
-// engine variants' quantize rules with the shape alone fixed (quantize kernels: quantize_block with
-// the runtime recipe, its arrays of a constant size), or one engine variant's quantize with every
+// engine variants' quantize rules with the shape alone fixed (quantize kernels: the runtime recipe,
+// its arrays of a constant size; per tensor, quantize_tensor_span), or one engine variant's quantize with every
 // field of its recipe a constant (quantize kernels: the packed variant route of
 // formats/packed_quantize.hpp; with the recipe at run time the route's registers spilled).
 enum class FixedUse : std::uint8_t { reference, decode_only, variant_quantize, variant_recipe };
@@ -150,7 +150,7 @@ __device__ inline QuantizeShape specialise(QuantizeShape s) {
 }
 
 // Configurations with a quantize kernel (decode-only ones have none), with dequantize and workspace
-// kernels (variant_quantize ones have none), and of the reference arithmetic.
+// kernels (variant_quantize and variant_recipe ones have none), and of the reference arithmetic.
 template <int C>
 constexpr bool kQuantizesOf = C == kGeneric || kFixed[C].use != FixedUse::decode_only;
 template <int C>
@@ -163,7 +163,8 @@ constexpr bool kReferenceOf = C != kGeneric && kFixed[C].use == FixedUse::refere
 // CodeTerms).
 template <int C>
 constexpr bool kTableOf = C == kGeneric ||
-                          (kFixed[C].use == FixedUse::variant_recipe && kFixed[C].scale == BlockScale::e4m3_two_level) ||
+                          (kFixed[C].use == FixedUse::variant_recipe && kFixed[C].scale == BlockScale::e4m3_two_level &&
+                           kFixed[C].two_level == TwoLevel::reference) ||
                           (kReferenceOf<C> && kFixed[C].scale == BlockScale::e4m3_two_level &&
                            (kFixed[C].two_level == TwoLevel::reference || kFixed[C].two_level == TwoLevel::four_over_six));
 

@@ -280,7 +280,8 @@ Caches relayout(const Caches& from, const PagedKvLayout& a, const PagedKvLayout&
 }
 
 // The recipes the paged store runs: FP8 in both conventions, NVFP4 in kvq's, FlashInfer's and vLLM's,
-// and engine variants of their own kernels (KVQ_PAGED_VARIANT_RECIPES: torchao, ModelOpt, compressed-tensors).
+// and the engine variants of their own kernels (KVQ_PAGED_VARIANT_RECIPES: torchao, ModelOpt,
+// compressed-tensors, the four-over-six package's one-candidate rule).
 struct StoreRecipe {
   const char* name;
   PagedFormat format;
@@ -290,10 +291,11 @@ constexpr StoreRecipe kStoreRecipes[] = {{"fp8-e4m3-tensor", PagedFormat::fp8},
                                          {"nvfp4", PagedFormat::nvfp4},
                                          {"nvfp4-flashinfer-kv", PagedFormat::nvfp4},
                                          {"nvfp4-vllm", PagedFormat::nvfp4},
-                                         {"nvfp4-torchao", PagedFormat::nvfp4},  // each fixed kernel instantiation
+                                         {"nvfp4-torchao", PagedFormat::nvfp4},
                                          {"nvfp4-4over6-paper", PagedFormat::nvfp4},
                                          {"nvfp4-modelopt", PagedFormat::nvfp4},  // the engine variants' kernels
-                                         {"nvfp4-compressed-tensors", PagedFormat::nvfp4}};
+                                         {"nvfp4-compressed-tensors", PagedFormat::nvfp4},
+                                         {"nvfp4-4over6-static6", PagedFormat::nvfp4}};
 
 RunContext with_cases(const RunContext& ctx, int divisor) {
   RunContext fewer = ctx;
