@@ -37,19 +37,20 @@ constexpr std::int64_t kMinBlocksForCrossover = 64;
 // one of them multiplied by an outlier factor 2^U (U uniform on [0, log2(2 sqrt n)]), and the block
 // by 2^V (V uniform on [0, 1)) so that a power-of-two scale meets every position in its binade.
 std::vector<float> crest_blocks(std::int64_t blocks, int n, std::uint64_t seed) {
-  Rng rng(seed);
   std::vector<float> x(static_cast<std::size_t>(blocks) * n);
   const double top = std::log2(2.0 * std::sqrt(static_cast<double>(n)));
   for (std::int64_t b = 0; b < blocks; ++b) {
+    CounterRng rng(seed, static_cast<std::uint64_t>(b));  // block b's own stream (samplers.hpp)
+    NormalDraws normal(&rng);
     const std::uint64_t kind = rng.next() % 3;
     const int outlier = static_cast<int>(rng.next() % static_cast<std::uint64_t>(n));
     const double factor = std::exp2(top * rng.uniform()), dither = std::exp2(rng.uniform());
     for (int i = 0; i < n; ++i) {
       double v = 0;
-      if (kind == 0) v = rng.gaussian();
+      if (kind == 0) v = normal.next();
       if (kind == 1) v = rng.uniform() * 2.0 - 1.0;
       if (kind == 2) {  // Laplace, b = 1: two draws in a fixed order (operands of * are unsequenced)
-        const double magnitude = std::log(1.0 - rng.uniform());
+        const double magnitude = log_ieee(rng.uniform_open0());
         v = (rng.next() & 1) ? magnitude : -magnitude;
       }
       if (i == outlier) v *= factor;

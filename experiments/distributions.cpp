@@ -3,45 +3,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "kernels/cpu_rows.hpp"
+
 namespace kvq::experiments {
-
-std::uint64_t Rng::next() {
-  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-double Rng::uniform() { return static_cast<double>(next() >> 11) * 0x1p-53; }
-
-double Rng::gaussian() {
-  if (spare_) {
-    const double v = *spare_;
-    spare_.reset();
-    return v;
-  }
-  const double u1 = 1.0 - uniform();  // (0, 1]
-  const double u2 = uniform();
-  const double r = std::sqrt(-2.0 * std::log(u1));
-  const double two_pi = 6.283185307179586;
-  spare_ = r * std::sin(two_pi * u2);
-  return r * std::cos(two_pi * u2);
-}
-
-double Rng::gamma(double shape) {
-  if (shape < 1.0) return gamma(shape + 1.0) * std::pow(1.0 - uniform(), 1.0 / shape);
-  const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
-  for (;;) {
-    double x, v;
-    do {
-      x = gaussian();
-      v = 1.0 + c * x;
-    } while (v <= 0.0);
-    v = v * v * v;
-    const double u = 1.0 - uniform();
-    if (std::log(u) < 0.5 * x * x + d - d * v + d * std::log(v)) return d * v;
-  }
-}
 
 std::optional<Distribution> distribution_from_name(const std::string& name, std::string* error) {
   Distribution d;
@@ -107,67 +71,54 @@ std::vector<double> channel_sigmas(int cols, bool outliers) {
 
 }  // namespace
 
+SamplerTables sampler_tables(const Distribution& d, int cols) {
+  SamplerTables t;
+  if (d.kind != Distribution::Kind::kv_keys && d.kind != Distribution::Kind::kv_values) return t;
+  if (cols <= 0 || cols % 2) throw std::invalid_argument("kv-* distributions need an even head_dim");
+  t.sigma = channel_sigmas(cols, d.kind == Distribution::Kind::kv_keys);
+  for (int j = 0; j < cols / 2; ++j)  // NeoX RoPE, base 10000: pair j turns 10000^(-2j/cols) / 2 pi a position
+    t.turns.push_back(std::pow(10000.0, -2.0 * j / cols) / 6.283185307179586);
+  return t;
+}
+
+SamplerParams sampler_params(const Distribution& d, int cols, const SamplerTables& tables) {
+  return {d.kind, d.nu, cols, tables.sigma.empty() ? nullptr : tables.sigma.data(),
+          tables.turns.empty() ? nullptr : tables.turns.data()};
+}
+
+std::int64_t pair_count(std::int64_t rows, int cols) { return (rows * cols + 1) / 2; }
+
 std::vector<float> sample(const Distribution& d, std::int64_t rows, int cols, std::uint64_t seed) {
-  using K = Distribution::Kind;
-  Rng rng(seed);
-  std::vector<float> x(static_cast<std::size_t>(rows) * cols);
-  if (d.kind == K::kv_keys || d.kind == K::kv_values) {
-    if (cols % 2) throw std::invalid_argument("kv-* distributions need an even head_dim");
-    const std::vector<double> sigma = channel_sigmas(cols, d.kind == K::kv_keys);
-    const int h = cols / 2;
-    std::vector<double> v(cols);
-    for (std::int64_t r = 0; r < rows; ++r) {
-      for (int c = 0; c < cols; ++c) v[c] = sigma[c] * rng.gaussian();
-      if (d.kind == K::kv_keys) {  // NeoX RoPE at position r, base 10000 (rotation keeps the variance)
-        for (int j = 0; j < h; ++j) {
-          const double angle = static_cast<double>(r) * std::pow(10000.0, -2.0 * j / cols);
-          const double a = v[j], b = v[j + h], co = std::cos(angle), si = std::sin(angle);
-          v[j] = a * co - b * si;
-          v[j + h] = b * co + a * si;
-        }
-      }
-      for (int c = 0; c < cols; ++c) x[r * cols + c] = static_cast<float>(v[c]);
+  const SamplerTables tables = sampler_tables(d, cols);
+  const SamplerParams params = sampler_params(d, cols, tables);
+  const std::int64_t count = rows * cols;
+  std::vector<float> x(static_cast<std::size_t>(count));
+  kernels::for_ranges(pair_count(rows, cols), count, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t p = first; p < last; ++p) {
+      double a = 0, b = 0;
+      std::int64_t i = 0, j = 0;
+      sample_pair(params, seed, p, &a, &b);
+      pair_elements(params, p, &i, &j);
+      x[static_cast<std::size_t>(i)] = static_cast<float>(a);
+      if (j < count) x[static_cast<std::size_t>(j)] = static_cast<float>(b);
     }
-    return x;
-  }
-  for (float& out : x) {
-    double v = 0;
-    switch (d.kind) {
-      case K::gaussian: v = rng.gaussian(); break;
-      case K::laplace: {  // b = 1/sqrt(2): variance 2b^2 = 1
-        const double u = rng.uniform() - 0.5;
-        v = -(1.0 / std::sqrt(2.0)) * (u < 0 ? -1.0 : 1.0) * std::log(1.0 - 2.0 * std::fabs(u));
-        break;
-      }
-      case K::uniform: v = (2.0 * rng.uniform() - 1.0) * std::sqrt(3.0); break;  // U(-sqrt3, sqrt3)
-      case K::student_t: {  // z / sqrt(chi2_nu / nu), scaled by sqrt((nu-2)/nu) to unit variance
-        const double chi2 = 2.0 * rng.gamma(d.nu / 2.0);
-        v = rng.gaussian() / std::sqrt(chi2 / d.nu) * std::sqrt((d.nu - 2.0) / d.nu);
-        break;
-      }
-      default: break;
-    }
-    out = static_cast<float>(v);
-  }
+  });
   return x;
 }
 
+std::uint64_t rotation_seed(std::uint64_t data_seed, int block) {
+  return (data_seed + static_cast<std::uint64_t>(block)) ^ 0x4861646Dull;
+}
+
 void rotate_hadamard(std::vector<float>& x, int block, std::uint64_t seed) {
-  if (block <= 0 || (block & (block - 1)) != 0) throw std::invalid_argument("Hadamard rotation needs a power-of-two block");
-  Rng rng(seed ^ 0x4861646Dull);
-  std::vector<double> v(block);
-  const double norm = 1.0 / std::sqrt(static_cast<double>(block));
-  for (std::size_t start = 0; start + block <= x.size(); start += block) {
-    for (int i = 0; i < block; ++i) v[i] = (rng.next() & 1 ? -1.0 : 1.0) * x[start + i];
-    for (int len = 1; len < block; len *= 2)  // fast Walsh-Hadamard transform
-      for (int i = 0; i < block; i += 2 * len)
-        for (int j = i; j < i + len; ++j) {
-          const double a = v[j], b = v[j + len];
-          v[j] = a + b;
-          v[j + len] = a - b;
-        }
-    for (int i = 0; i < block; ++i) x[start + i] = static_cast<float>(v[i] * norm);
-  }
+  if (block <= 0 || block > kMaxRotationBlock || (block & (block - 1)) != 0)
+    throw std::invalid_argument("Hadamard rotation needs a power-of-two block of at most " +
+                                std::to_string(kMaxRotationBlock));
+  const std::uint64_t rotation = rotation_seed(seed, block);
+  const std::int64_t blocks = static_cast<std::int64_t>(x.size()) / block;
+  kernels::for_ranges(blocks, static_cast<std::int64_t>(x.size()), [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t b = first; b < last; ++b) rotate_block(x.data() + b * block, block, rotation, b);
+  });
 }
 
 }  // namespace kvq::experiments

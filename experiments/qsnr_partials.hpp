@@ -1,7 +1,8 @@
 // The qsnr study's sums, the same code on the CPU and the GPU: per block, the block's error and
 // signal sums, clipping and crest factor (block_partial); per chunk of kChunkBlocks blocks their
 // sums in block order (add_to_chunk); the host adds the chunks in order. A fixed order, so the
-// device and the CPU give the same doubles bit for bit.
+// device and the CPU give the same doubles bit for bit. The crest factors' median is an order
+// statistic, the same whatever finds it (the CPU: nth_element; the GPU: a radix select).
 #pragma once
 
 #include <cmath>
@@ -21,7 +22,8 @@ struct BlockPartial {
 
 struct ChunkSum {
   double err2 = 0, x2 = 0, max_abs_error = 0;
-  std::int64_t clipped = 0, clipped_blocks = 0;
+  double crest_sum = 0;  // over the blocks with a crest factor (not all zero)
+  std::int64_t clipped = 0, clipped_blocks = 0, crest_blocks = 0;
 };
 
 // One block of n values through the recipe: quantize_block, dequantize_element, the sums in
@@ -52,6 +54,10 @@ KVQ_HD inline void add_to_chunk(ChunkSum& c, const BlockPartial& p) {
   c.max_abs_error = p.max_abs_error > c.max_abs_error ? p.max_abs_error : c.max_abs_error;
   c.clipped += p.clipped;
   c.clipped_blocks += p.clipped > 0;
+  if (p.crest >= 0) {
+    c.crest_sum += p.crest;
+    ++c.crest_blocks;
+  }
 }
 
 KVQ_HD inline void add_chunk(ChunkSum& total, const ChunkSum& c) {
@@ -60,6 +66,8 @@ KVQ_HD inline void add_chunk(ChunkSum& total, const ChunkSum& c) {
   total.max_abs_error = c.max_abs_error > total.max_abs_error ? c.max_abs_error : total.max_abs_error;
   total.clipped += c.clipped;
   total.clipped_blocks += c.clipped_blocks;
+  total.crest_sum += c.crest_sum;
+  total.crest_blocks += c.crest_blocks;
 }
 
 }  // namespace kvq::experiments

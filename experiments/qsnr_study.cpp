@@ -2,8 +2,8 @@
 // seeded samples (docs/studies.md definitions): pooled QSNR, MSE, max |error|, clipping,
 // block crest factors. The sums are qsnr_partials.hpp's, on the CPU or (--device cuda) the GPU.
 #include <algorithm>
-#include <array>
 #include <cmath>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -23,47 +23,68 @@ struct QsnrConfig {
   Distribution distribution;
 };
 
-std::string measure(const QsnrConfig& c, std::size_t index, const StudyOptions& o, SampleCache& cache) {
+// The visible GPUs, each lent to one configuration at a time: a configuration takes whichever is free
+// (configurations differ in cost, so a fixed i % count split left GPUs idle while one finished).
+class GpuPool {
+ public:
+  explicit GpuPool(int count) : busy_(static_cast<std::size_t>(std::max(count, 1)), false) {}
+  struct Lease {
+    explicit Lease(GpuPool& pool) : pool(pool) {
+      std::unique_lock<std::mutex> hold(pool.lock_);
+      pool.freed_.wait(hold, [&] { return std::find(pool.busy_.begin(), pool.busy_.end(), false) != pool.busy_.end(); });
+      index = static_cast<int>(std::find(pool.busy_.begin(), pool.busy_.end(), false) - pool.busy_.begin());
+      pool.busy_[static_cast<std::size_t>(index)] = true;
+    }
+    ~Lease() {
+      {
+        const std::lock_guard<std::mutex> hold(pool.lock_);
+        pool.busy_[static_cast<std::size_t>(index)] = false;
+      }
+      pool.freed_.notify_one();
+    }
+    GpuPool& pool;
+    int index = 0;
+  };
+
+ private:
+  std::mutex lock_;
+  std::condition_variable freed_;
+  std::vector<bool> busy_;
+};
+
+std::string measure(const QsnrConfig& c, const StudyOptions& o, SampleCache& cache) {
   const std::uint64_t seed = data_seed(o.seed, c.distribution.name);
   Recipe r = c.recipe.recipe;
   if (c.block) r.block = c.block;
   const int block = c.block ? c.block : kernels::kTensorChunk;
-  const auto samples_ptr = samples_of(c.distribution, o.rotate ? block : 0, o, cache);
-  const std::vector<float>& x = *samples_ptr;
-  const std::int64_t samples = static_cast<std::int64_t>(x.size());
-  const float g = tensor_scale(r, kernels::amax_cpu(kernels::DType::fp32, x.data(), samples));
+  const int rotation_block = o.rotate ? block : 0;
+  const std::int64_t rows = (o.samples + o.head_dim - 1) / o.head_dim;  // as samples_of draws them
+  const std::int64_t samples = rows * o.head_dim;
   QsnrTotals t;
-  if (o.device == "cuda") {  // every visible GPU: configuration i on GPU i % count, one job at a time each
-    static std::array<std::mutex, 64> gpus;
-    const int count = std::max(1, std::min<int>(device::gpu_count(), static_cast<int>(gpus.size())));
-    const int gpu = static_cast<int>(index % static_cast<std::size_t>(count));
-    const std::lock_guard<std::mutex> guard(gpus[gpu]);
-    std::string e = device::gpu_count() > 0 ? device::use_gpu(gpu) : "";
-    if (e.empty()) e = device::qsnr_totals(r, block, g, x, &t);
+  if (o.device == "cuda") {  // on the next free GPU of all visible ones
+    static GpuPool pool(device::gpu_count());
+    const GpuPool::Lease gpu(pool);
+    std::string e = device::gpu_count() > 0 ? device::use_gpu(gpu.index) : "";
+    if (e.empty()) e = device::qsnr_totals_sampled(r, block, c.distribution, rows, o.head_dim, seed, rotation_block, &t);
     if (!e.empty()) throw std::runtime_error(e);
-  } else {
-    t = qsnr_totals_cpu(r, block, g, x);
+  } else {  // the same samples drawn here (samplers.hpp: the same bits)
+    const auto x = samples_of(c.distribution, rotation_block, o, cache);
+    const float g = tensor_scale(r, kernels::amax_cpu(kernels::DType::fp32, x->data(), samples));
+    t = qsnr_totals_cpu(r, block, g, *x);
   }
-  std::vector<double> crest;
-  for (const double v : t.crest)
-    if (v >= 0) crest.push_back(v);
+  const double crest_mean = t.sum.crest_blocks ? t.sum.crest_sum / static_cast<double>(t.sum.crest_blocks) : 0.0;
   const double n = static_cast<double>(samples);
-  double crest_mean = 0, crest_median = 0;
-  if (!crest.empty()) {
-    for (const double v : crest) crest_mean += v;
-    crest_mean /= static_cast<double>(crest.size());
-    std::nth_element(crest.begin(), crest.begin() + static_cast<std::ptrdiff_t>(crest.size() / 2), crest.end());
-    crest_median = crest[crest.size() / 2];
-  }
   return std::string(c.recipe.name) + "," + std::to_string(c.block) + "," + c.distribution.name + "," +
          std::to_string(samples) + "," + std::to_string(seed) + "," + csv_number(-10.0 * std::log10(t.sum.err2 / t.sum.x2)) +
          "," + csv_number(t.sum.err2 / n) + "," + csv_number(t.sum.max_abs_error) + "," +
          csv_number(static_cast<double>(t.sum.clipped) / n) + "," +
          csv_number(static_cast<double>(t.sum.clipped_blocks) / static_cast<double>(samples / block)) + "," +
-         csv_number(crest_mean) + "," + csv_number(crest_median) + "," + (o.rotate ? "hadamard" : "none");
+         csv_number(crest_mean) + "," + csv_number(t.crest_median) + "," + (o.rotate ? "hadamard" : "none");
 }
 
 }  // namespace
+
+static_assert(kMaxRotationBlock >= kernels::kMaxBlock, "--rotate hadamard must rotate every block the grid allows");
 
 std::string make_qsnr_study(const StudyOptions& o, StudyGrid* grid) {
   if (o.samples <= 0) return "--samples must be > 0";
@@ -91,7 +112,7 @@ std::string make_qsnr_study(const StudyOptions& o, StudyGrid* grid) {
     grid->labels.push_back(std::string(c.recipe.name) + " block " + std::to_string(c.block) + " " + c.distribution.name +
                            (o.rotate ? " (rotated)" : ""));
   auto cache = std::make_shared<SampleCache>();
-  grid->run = [configs, o, cache](std::size_t i) { return std::vector<std::string>{measure(configs[i], i, o, *cache)}; };
+  grid->run = [configs, o, cache](std::size_t i) { return std::vector<std::string>{measure(configs[i], o, *cache)}; };
   std::vector<std::string> dist_names;
   for (const Distribution& d : dists) dist_names.push_back(d.name);
   grid->manifest = "  \"head_dim\": " + std::to_string(o.head_dim) + ",\n  \"rotate\": " +

@@ -10,12 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-build/report}"
 mkdir -p "$out/studies" "$out/png"
+out=$(cd "$out" && pwd)  # absolute: the notebooks run in notebooks/
 start=$(date +%s)
 # shellcheck disable=SC2086
 build/kvq study all --out "$out/studies" ${KVQ_STUDY_ARGS:-}
 studies_done=$(date +%s)
 
-export KVQ_STUDY_DIR="$PWD/$out/studies" KVQ_PNG_DIR="$PWD/$out/png"
+export KVQ_STUDY_DIR="$out/studies" KVQ_PNG_DIR="$out/png"
 pages=()
 for notebook in qsnr crest scales attention errors; do
   echo "kvq report: notebooks/$notebook.ipynb"

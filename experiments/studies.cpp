@@ -11,7 +11,7 @@ SampleCache::Samples samples_of(const Distribution& d, int rotation_block, const
   return cache.get(d.name + "/" + std::to_string(rotation_block), [&] {
     const std::uint64_t seed = data_seed(o.seed, d.name);
     std::vector<float> x = sample(d, (o.samples + o.head_dim - 1) / o.head_dim, o.head_dim, seed);
-    if (rotation_block) rotate_hadamard(x, rotation_block, seed + static_cast<std::uint64_t>(rotation_block));
+    if (rotation_block) rotate_hadamard(x, rotation_block, seed);
     return x;
   });
 }

@@ -30,7 +30,8 @@ struct BenchCase {
   Recipe recipe;
 };
 
-// Median milliseconds of `launch` over `repeats` timed runs (CUDA events) after 3 warm-ups.
+// Median milliseconds of `launch` over `repeats` timed runs (CUDA events) after 3 warm-ups. Each run
+// is queued behind a short spin kernel, so its time is the device's, without the host's launch work.
 Status time_median(const std::function<Status()>& launch, int repeats, double* median_ms);
 
 // Every row's yardstick (docs/performance.md "Copy baseline"): `bytes` (read + written) moved by the

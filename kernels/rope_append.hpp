@@ -512,13 +512,25 @@ KVQ_HD inline void append_token_work(const RopeShape& s, const RopeParts& p, con
   if (token_slot(s, t, token, &page, &entry)) append_token_groups(s, p, contiguous, cache, token, page, entry, lane, lanes);
 }
 
+// The rope kernel's warps a token (2, 4 or 8 of a block's 8), for `tokens` tokens on a GPU of `sms`
+// SMs: the fewest that still give the grid one wave of 4 blocks an SM. Two warps a token keep a
+// lane's rounds few on large batches; a small batch gets more warps a token, hence more blocks,
+// instead of leaving SMs idle (docs/rope.md "Speed").
+inline int rope_warps_per_token(std::int64_t tokens, int sms) {
+  const std::int64_t wanted = std::int64_t{sms > 0 ? sms : 1} * 4;
+  for (const int warps : {2, 4})
+    if ((tokens * warps + 7) / 8 >= wanted) return warps;
+  return 8;
+}
+
 // GPU: device pointers, an opaque cudaStream_t; a Status: success or the CUDA / validation error. The index arrays
 // are not read on the host (validate_indices checks host copies).
+// warps_per_token: 0 lets rope_warps_per_token choose; 2, 4 or 8 force it (the property suite runs each).
 namespace device {
 Status rope_append(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& cache,
-                   const PageTable& t, void* stream);
+                   const PageTable& t, void* stream, int warps_per_token = 0);
 Status rope_quantize(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& contiguous,
-                     const std::int32_t* batch_indices, void* stream);
+                     const std::int32_t* batch_indices, void* stream, int warps_per_token = 0);
 Status append_paged(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache, const PageTable& t,
                     void* stream);
 }  // namespace device

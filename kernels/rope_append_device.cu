@@ -1,5 +1,5 @@
-// Fused RoPE + FP8 quantize + paged append, and the unfused pair: two warps per token (grid-stride; the
-// append alone: a warp per chunk of tokens, see append_kernel),
+// Fused RoPE + FP8 quantize + paged append, and the unfused pair: two, four or eight warps per token
+// (grid-stride; rope_warps_per_token; the append alone: a warp per chunk of tokens, see append_kernel),
 // its lanes taking the token's work groups in turn (rope: 8 pairs; nope / V: 32 elements); the
 // per-token and per-group code is kernels/rope_append.hpp, the same the CPU twins run. Input type,
 // RoPE style, paged or contiguous output and whole groups (rope_groups_whole) are template constants.
@@ -14,29 +14,26 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
-// The rope kernel spreads a token over two warps (64 lanes): half the work a warp, so the grid's last
-// partial wave is short (16384 MLA tokens are ~6 waves of 5 blocks an SM instead of ~3).
-constexpr int kWarpsPerToken = 2;
-constexpr int kTokensPerBlock = kWarps / kWarpsPerToken;
 
-// Token pair w of the grid takes tokens w, w + pairs, ...: the token's slot and cos/sin row are found
-// once per lane, then amortised over its groups. The whole-group BF16/FP16 kernels fit 48 registers
-// with no stack (5 blocks, 40 warps an SM); the others keep at most 64.
+// Token group w of the grid (warps_per_token warps: 2, 4 or 8) takes tokens w, w + groups, ...: the
+// token's slot and cos/sin row are found once per lane, then amortised over its groups. The
+// whole-group BF16/FP16 kernels fit 48 registers with no stack (5 blocks, 40 warps an SM); the others
+// keep at most 64.
 constexpr int min_blocks(DType t, bool whole) { return whole && t != DType::fp32 ? 5 : 4; }
 
 template <DType T, RopeStyle S, bool kPaged, bool kWhole>
 __global__ void __launch_bounds__(kThreads, min_blocks(T, kWhole))
-    rope_kernel(RopeShape shape, RopeInputs in, QOutputs q, KvBuffers out, PageTable t) {
+    rope_kernel(RopeShape shape, RopeInputs in, QOutputs q, KvBuffers out, PageTable t, int warps_per_token) {
   RopeShape s = shape;
   s.input = T;
   s.style = S;
   const RopeParts p = rope_parts(s, kPaged);
-  const int warp = static_cast<int>(threadIdx.x / 32);
-  const int lane = warp % kWarpsPerToken * 32 + static_cast<int>(threadIdx.x % 32);
-  const std::int64_t stride = std::int64_t{gridDim.x} * kTokensPerBlock;
-  for (std::int64_t token = std::int64_t{blockIdx.x} * kTokensPerBlock + warp / kWarpsPerToken; token < s.tokens;
+  const int warp = static_cast<int>(threadIdx.x / 32), tokens_per_block = kWarps / warps_per_token;
+  const int lane = warp % warps_per_token * 32 + static_cast<int>(threadIdx.x % 32);
+  const std::int64_t stride = std::int64_t{gridDim.x} * tokens_per_block;
+  for (std::int64_t token = std::int64_t{blockIdx.x} * tokens_per_block + warp / warps_per_token; token < s.tokens;
        token += stride)
-    rope_token_work<kWhole>(s, p, in, q, out, t, kPaged, token, lane, 32 * kWarpsPerToken);
+    rope_token_work<kWhole>(s, p, in, q, out, t, kPaged, token, lane, 32 * warps_per_token);
 }
 
 // K/V groups only: a warp takes a chunk of `chunk` (<= 32) consecutive tokens, its lanes look up the
@@ -77,17 +74,23 @@ Status launched() {
 
 template <bool kPaged>
 Status launch_rope(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& out,
-                   const PageTable& t, void* stream) {
+                   const PageTable& t, void* stream, int forced_warps) {
+  if (forced_warps != 0 && forced_warps != 2 && forced_warps != 4 && forced_warps != 8)
+    return "warps_per_token must be 0 (chosen by the batch), 2, 4 or 8, got " + std::to_string(forced_warps);
   if (s.tokens == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
-  const int grid = grid_for(s.tokens, kTokensPerBlock);
+  int device = 0, sms = 0;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const int warps_per_token = forced_warps ? forced_warps : rope_warps_per_token(s.tokens, sms);
+  const int grid = grid_for(s.tokens, kWarps / warps_per_token);
   const bool whole = rope_groups_whole(s, in, q, out);
   auto with_style = [&]<DType T>() {
     auto launch = [&]<RopeStyle S>() {
       if (whole) {
-        rope_kernel<T, S, kPaged, true><<<grid, kThreads, 0, st>>>(s, in, q, out, t);
+        rope_kernel<T, S, kPaged, true><<<grid, kThreads, 0, st>>>(s, in, q, out, t, warps_per_token);
       } else {
-        rope_kernel<T, S, kPaged, false><<<grid, kThreads, 0, st>>>(s, in, q, out, t);
+        rope_kernel<T, S, kPaged, false><<<grid, kThreads, 0, st>>>(s, in, q, out, t, warps_per_token);
       }
     };
     if (s.style == RopeStyle::neox) {
@@ -109,22 +112,22 @@ Status launch_rope(const RopeShape& s, const RopeInputs& in, const QOutputs& q, 
 namespace device {
 
 Status rope_append(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& cache,
-                   const PageTable& t, void* stream) {
+                   const PageTable& t, void* stream, int warps_per_token) {
   Status e = validate(s, in);
   if (e.ok()) e = validate_q(s, q);
   if (e.ok()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
   if (e.ok()) e = validate_table(s, t);
-  return e.ok() ? launch_rope<true>(s, in, q, cache, t, stream) : e;
+  return e.ok() ? launch_rope<true>(s, in, q, cache, t, stream, warps_per_token) : e;
 }
 
 Status rope_quantize(const RopeShape& s, const RopeInputs& in, const QOutputs& q, const KvBuffers& contiguous,
-                     const std::int32_t* batch_indices, void* stream) {
+                     const std::int32_t* batch_indices, void* stream, int warps_per_token) {
   Status e = validate(s, in);
   if (e.ok()) e = validate_q(s, q);
   if (e.ok()) e = validate_buffers(s, contiguous, s.tokens, "contiguous");
   PageTable t;
   t.batch_indices = batch_indices;
-  return e.ok() ? launch_rope<false>(s, in, q, contiguous, t, stream) : e;
+  return e.ok() ? launch_rope<false>(s, in, q, contiguous, t, stream, warps_per_token) : e;
 }
 
 Status append_paged(const RopeShape& s, const KvBuffers& contiguous, const KvBuffers& cache, const PageTable& t,

@@ -8,11 +8,11 @@ namespace {
 constexpr const char* kNoCuda = "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)";
 }
 
-Status rope_append(const RopeShape&, const RopeInputs&, const QOutputs&, const KvBuffers&, const PageTable&, void*) {
+Status rope_append(const RopeShape&, const RopeInputs&, const QOutputs&, const KvBuffers&, const PageTable&, void*, int) {
   return kNoCuda;
 }
 Status rope_quantize(const RopeShape&, const RopeInputs&, const QOutputs&, const KvBuffers&, const std::int32_t*,
-                     void*) {
+                     void*, int) {
   return kNoCuda;
 }
 Status append_paged(const RopeShape&, const KvBuffers&, const KvBuffers&, const PageTable&, void*) { return kNoCuda; }

@@ -36,10 +36,9 @@ struct Buffers {
 };
 
 Status bench_one(const RopeShape& s, int repeats, std::vector<BenchRow>* out) {
-  constexpr int kRequest = 256;
   Buffers b;
   const std::int64_t in_bytes = bytes_of(s.input);
-  const std::int64_t q_elems = s.tokens * s.q_heads * s.head_dim, kv_elems = s.tokens * s.kv_heads * s.head_dim;
+  const std::int64_t kv_elems = s.tokens * s.kv_heads * s.head_dim;
   RopeInputs in;
   in.q_rope = b.make<std::uint8_t>(s.tokens * s.q_heads * s.rope_dim * in_bytes, 0x3C);  // BF16 0x3C3C ~ 0.0115
   in.q_nope = b.make<std::uint8_t>(s.tokens * s.q_heads * s.nope_dim() * in_bytes, 0x3C);
@@ -49,10 +48,10 @@ Status bench_one(const RopeShape& s, int repeats, std::vector<BenchRow>* out) {
   in.cos_sin_cache = b.make<float>(s.max_pos * s.rope_dim, 0x3F);  // 0.747
   std::vector<std::int32_t> positions(s.tokens), batch_indices(s.tokens), indptr(s.batch + 1), indices(s.num_page_indices);
   for (std::int64_t i = 0; i < s.tokens; ++i) {
-    positions[i] = static_cast<std::int32_t>(i % kRequest);
-    batch_indices[i] = static_cast<std::int32_t>(i / kRequest);
+    positions[i] = static_cast<std::int32_t>(i % kRopeBenchRequest);
+    batch_indices[i] = static_cast<std::int32_t>(i / kRopeBenchRequest);
   }
-  for (std::int64_t r = 0; r <= s.batch; ++r) indptr[r] = static_cast<std::int32_t>(r * (kRequest / s.page_size));
+  for (std::int64_t r = 0; r <= s.batch; ++r) indptr[r] = static_cast<std::int32_t>(r * (kRopeBenchRequest / s.page_size));
   std::iota(indices.begin(), indices.end(), 0);
   in.pos_ids = b.upload(positions);
   const PageTable t{b.upload(indptr), b.upload(indices), b.upload(batch_indices), in.pos_ids};
@@ -62,17 +61,12 @@ Status bench_one(const RopeShape& s, int repeats, std::vector<BenchRow>* out) {
                         b.make<std::uint8_t>(s.ckv_bytes(slots), 0), b.make<std::uint8_t>(s.kpe_bytes(slots), 0)};
   const KvBuffers mid{b.make<std::uint8_t>(s.k_bytes(s.tokens), 0), b.make<std::uint8_t>(s.v_bytes(s.tokens), 0),
                       b.make<std::uint8_t>(s.ckv_bytes(s.tokens), 0), b.make<std::uint8_t>(s.kpe_bytes(s.tokens), 0)};
-  // Bytes each kernel must move: inputs, one cos/sin row and four indices per token, FP8 outputs.
-  const double kv_out = static_cast<double>(s.mla() ? s.tokens * s.head_dim : 2 * kv_elems);
-  const double inputs = static_cast<double>((q_elems + (s.mla() ? s.tokens * s.head_dim : 2 * kv_elems)) * in_bytes +
-                                            s.tokens * (s.rope_dim * 4 + 16));
-  const double fused_bytes = inputs + static_cast<double>(q_elems) + kv_out;
-  const double append_bytes = 2 * kv_out + static_cast<double>(s.tokens * 16);
-  const std::int64_t copy_bytes = static_cast<std::int64_t>(fused_bytes / 2);
+  const RopeBenchBytes moved = rope_bench_bytes(s);
+  const std::int64_t copy_bytes = static_cast<std::int64_t>(moved.fused / 2);
   auto* copy_src = b.make<std::uint8_t>(copy_bytes, 0);
   auto* copy_dst = b.make<std::uint8_t>(copy_bytes, 0);
   if (!b.error.ok()) return b.error;
-  const std::string label = std::string(name_of(s.attention)) + "-" + name_of(s.style) + "-" + std::to_string(s.tokens);
+  const std::string label = rope_bench_label(s);
   double copy_gbps = 0;
   Status e = copy_rate(copy_dst, copy_src, 2 * static_cast<std::size_t>(copy_bytes), repeats, &copy_gbps);
   auto row = [&](const char* kernel, double bytes, const std::function<Status()>& launch) {
@@ -80,10 +74,11 @@ Status bench_one(const RopeShape& s, int repeats, std::vector<BenchRow>* out) {
     if (e.ok()) e = time_median(launch, repeats, &ms);
     if (e.ok()) out->push_back({kernel, label, name_of(s.input), bytes, ms, bytes / (ms * 1e6), copy_gbps});
   };
-  row("rope-fused", fused_bytes, [&] { return device::rope_append(s, in, q, cache, t, nullptr); });
-  row("rope-quant", fused_bytes, [&] { return device::rope_quantize(s, in, q, mid, t.batch_indices, nullptr); });
-  row("rope-append", append_bytes, [&] { return device::append_paged(s, mid, cache, t, nullptr); });
-  row("rope-pair", fused_bytes + append_bytes, [&] {
+  row("rope-fused", moved.fused, [&] { return device::rope_append(s, in, q, cache, t, nullptr); });
+  if (s.layout == KvLayout::nhd)  // contiguous output: an HND shape's row would time the same kernel again
+    row("rope-quant", moved.fused, [&] { return device::rope_quantize(s, in, q, mid, t.batch_indices, nullptr); });
+  row("rope-append", moved.append, [&] { return device::append_paged(s, mid, cache, t, nullptr); });
+  row("rope-pair", moved.fused + moved.append, [&] {
     Status err = device::rope_quantize(s, in, q, mid, t.batch_indices, nullptr);
     return err.ok() ? device::append_paged(s, mid, cache, t, nullptr) : err;
   });
@@ -93,21 +88,9 @@ Status bench_one(const RopeShape& s, int repeats, std::vector<BenchRow>* out) {
 }  // namespace
 
 Status run_rope_benchmarks(DType dtype, std::int64_t tokens, int repeats, std::vector<BenchRow>* rows_out) {
-  const std::int64_t n = (tokens + 255) / 256 * 256;  // whole requests of 256 tokens, 16 pages each
-  RopeShape mha{.input = dtype, .tokens = n, .batch = n / 256, .q_heads = 32, .kv_heads = 8, .head_dim = 128,
-                .rope_dim = 128, .max_pos = 256, .page_size = 16, .num_pages = n / 16, .num_page_indices = n / 16};
-  RopeShape mla = mha;
-  mla.attention = Attention::mla;
-  mla.q_heads = 16;
-  mla.kv_heads = 1;
-  mla.head_dim = 576;
-  mla.rope_dim = 64;
-  Status e = bench_one(mha, repeats, rows_out);
-  if (e.ok()) {
-    mha.style = RopeStyle::gptj;
-    e = bench_one(mha, repeats, rows_out);
-  }
-  return e.ok() ? bench_one(mla, repeats, rows_out) : e;
+  for (const RopeShape& s : rope_bench_shapes(dtype, tokens))
+    if (Status e = bench_one(s, repeats, rows_out); !e.ok()) return e;
+  return {};
 }
 
 }  // namespace kvq::kernels

@@ -485,8 +485,9 @@ void get_outputs(DeviceArena& a, const DeviceOutputs& d, RopeOutputs* o) {
   a.get(&o->kpe, d.kv.kpe);
 }
 
-// The fused kernel, or the unfused pair, on the GPU over poisoned outputs.
-std::string run_device(const RopeProblem& p, bool fused, std::uint8_t poison, RopeOutputs* out) {
+// The fused kernel, or the unfused pair, on the GPU over poisoned outputs (warps a token: 0, the
+// launcher's choice, or 2, 4, 8).
+std::string run_device(const RopeProblem& p, bool fused, std::uint8_t poison, RopeOutputs* out, int warps_per_token = 0) {
   DeviceArena a;
   kernels::RopeInputs in = inputs_of(p);
   in.q_rope = a.put(p.q_rope);
@@ -502,8 +503,9 @@ std::string run_device(const RopeProblem& p, bool fused, std::uint8_t poison, Ro
   const RopeOutputs mid_host = poisoned(p.s, p.s.tokens, poison);
   const DeviceOutputs mid = put_outputs(a, mid_host);
   std::string e = a.error;
-  if (e.empty() && fused) e = kernels::device::rope_append(p.s, in, d.q, d.kv, t, nullptr).message();
-  if (e.empty() && !fused) e = kernels::device::rope_quantize(p.s, in, d.q, mid.kv, t.batch_indices, nullptr).message();
+  if (e.empty() && fused) e = kernels::device::rope_append(p.s, in, d.q, d.kv, t, nullptr, warps_per_token).message();
+  if (e.empty() && !fused)
+    e = kernels::device::rope_quantize(p.s, in, d.q, mid.kv, t.batch_indices, nullptr, warps_per_token).message();
   if (e.empty() && !fused) e = kernels::device::append_paged(p.s, mid.kv, d.kv, t, nullptr).message();
   if (e.empty()) e = kernels::device::synchronize().message();
   if (e.empty()) get_outputs(a, d, out);
@@ -818,7 +820,8 @@ void register_rope_properties() {
     return tally.outcome(ctx);
   });
 
-  // GPU: the kernels equal the CPU twins byte for byte, over two poison bytes.
+  // GPU: the kernels equal the CPU twins byte for byte, over two poison bytes, with the launcher's
+  // choice of warps a token and with each of 2, 4 and 8 forced.
   for (const bool fused : {true, false}) {
     const std::string name = std::string("rope/") + (fused ? "fused" : "unfused") + "/device-vs-cpu-twin";
     add_property("gpu", name, Device::cuda, [fused, fewer](const RunContext& ctx) {
@@ -829,10 +832,12 @@ void register_rope_properties() {
         const RopeProblem p = *problems;
         for (const std::uint8_t poison : {std::uint8_t{0x00}, std::uint8_t{0xA5}}) {
           const RopeOutputs want = fused ? run_fused_cpu(p, poison) : run_unfused_cpu(p, poison);
-          RopeOutputs got;
-          const std::string e = run_device(p, fused, poison, &got);
-          RC_ASSERT(e == std::string());
-          RC_ASSERT(first_difference(got, want) == std::string());
+          for (const int warps : {0, 2, 4, 8}) {
+            RopeOutputs got;
+            const std::string e = run_device(p, fused, poison, &got, warps);
+            RC_ASSERT(e == std::string());
+            RC_ASSERT(first_difference(got, want) == std::string());
+          }
         }
       });
     });
@@ -905,6 +910,9 @@ void register_rope_properties() {
     p.scale_kv = NAN;
     const std::string e2 = kernels::device::rope_quantize(p.s, inputs_of(p), q_views(o), kv_views(o), nullptr, nullptr).message();
     if (e2.find("quant_scale_kv") != std::string::npos) tally.pass(); else tally.fail("rope_quantize: '" + e2 + "'");
+    p = small_problem();
+    const std::string e3 = kernels::device::rope_append(p.s, inputs_of(p), q_views(o), kv_views(o), table_of(p), nullptr, 3).message();
+    if (e3.find("warps_per_token") != std::string::npos) tally.pass(); else tally.fail("rope_append, 3 warps a token: '" + e3 + "'");
     return tally.outcome(ctx);
   });
 }

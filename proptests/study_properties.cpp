@@ -34,6 +34,12 @@ rc::Gen<std::vector<float>> gen_finite_block(int n) {
   });
 }
 
+std::uint64_t double_bits(double v) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
 void register_study_properties() {
   struct Twin {
     BlockFormat format;
@@ -77,6 +83,88 @@ void register_study_properties() {
                    });
                  });
   }
+  // The samplers' transforms (experiments/samplers.hpp) against libm and long double: log_ieee within
+  // 2 ulp of std::log on the uniform draws' grid, near 1 and over the normal range; sincos_turns within
+  // 2^-50 of sin and cos of 2 pi t in long double (64-bit significand) over t in [0, 1), its quadrant
+  // edges included. A wrong coefficient, quadrant or exponent step moves them far past these bounds.
+  add_property("studies", "samplers/transforms-match-libm", Device::cpu, [](const RunContext& ctx) {
+    Tally tally;
+    experiments::CounterRng rng(ctx.seed, 0);
+    auto ulps = [](double a, double b) {
+      const std::int64_t d = static_cast<std::int64_t>(double_bits(a)) - static_cast<std::int64_t>(double_bits(b));
+      return (a < 0) != (b < 0) ? std::int64_t{1} << 62 : (d < 0 ? -d : d);
+    };
+    for (int i = 0; i < 4 * ctx.cases; ++i) {
+      const int kind = i % 4;
+      double x = rng.uniform_open0();                                              // the draws' grid
+      if (kind == 1) x = 1.0 + std::ldexp(rng.uniform() - 0.5, -20);             // near 1
+      if (kind == 2) x = std::ldexp(1.0 + rng.uniform(), static_cast<int>(rng.next() % 2040) - 1020);  // normals
+      if (kind == 3) x = std::ldexp(1.0, static_cast<int>(rng.next() % 2040) - 1020);  // powers of two
+      const double got = experiments::log_ieee(x), want = std::log(x);
+      if (ulps(got, want) <= 2 || (got == 0 && want == 0)) {
+        tally.pass();
+      } else {
+        std::ostringstream os;
+        os << std::hexfloat << "log_ieee(" << x << ") = " << got << ", std::log " << want;
+        tally.fail(os.str());
+      }
+    }
+    const long double two_pi = 6.283185307179586476925286766559005768L;
+    for (int i = 0; i < 4 * ctx.cases; ++i) {
+      double t = rng.uniform();
+      if (i % 4 == 1) t = std::ldexp(static_cast<double>(rng.next() % 4), -2);                  // quadrant edges
+      if (i % 4 == 2) t = std::nextafter(std::ldexp(static_cast<double>(rng.next() % 4 + 1), -2), 0.0);  // just below
+      double s = 0, c = 0;
+      experiments::sincos_turns(t, &s, &c);
+      const long double a = two_pi * static_cast<long double>(t);
+      const double ds = static_cast<double>(std::fabs(static_cast<long double>(s) - std::sin(a)));
+      const double dc = static_cast<double>(std::fabs(static_cast<long double>(c) - std::cos(a)));
+      if (ds <= 0x1p-50 && dc <= 0x1p-50) {
+        tally.pass();
+      } else {
+        std::ostringstream os;
+        os << std::hexfloat << "sincos_turns(" << t << "): sin " << s << " (off " << ds << "), cos " << c << " (off " << dc << ")";
+        tally.fail(os.str());
+      }
+    }
+    return tally.outcome(ctx);
+  });
+  // Each distribution's 2^20 samples have mean 0 and variance 1 within six standard errors (the
+  // variance's from the samples' fourth moment), and the i.i.d. ones put the
+  // expected share of samples in |x| < 1 (Gaussian erf(1/sqrt 2), Laplace 1 - e^-sqrt2, uniform
+  // 1/sqrt3) within six binomial standard errors.
+  add_property("studies", "samplers/moments", Device::cpu, [](const RunContext& ctx) {
+    Tally tally;
+    struct Case {
+      const char* dist;
+      double inside;  // P(|x| < 1), or < 0: not checked
+    };
+    for (const Case c : {Case{"gaussian", std::erf(1.0 / std::sqrt(2.0))}, Case{"laplace", 1.0 - std::exp(-std::sqrt(2.0))},
+                         Case{"uniform", 1.0 / std::sqrt(3.0)}, Case{"student-t:5", -1}, Case{"kv-keys", -1},
+                         Case{"kv-values", -1}}) {
+      std::string why;
+      const auto d = *experiments::distribution_from_name(c.dist, &why);
+      const std::vector<float> x = experiments::sample(d, 8192, 128, ctx.seed ^ experiments::name_hash(c.dist));
+      const double n = static_cast<double>(x.size());
+      double sum = 0, sum2 = 0, sum4 = 0, inside = 0;
+      for (const float v : x) {
+        const double v2 = static_cast<double>(v) * v;
+        sum += v;
+        sum2 += v2;
+        sum4 += v2 * v2;
+        inside += std::fabs(v) < 1.0f;
+      }
+      const double mean = sum / n, var = sum2 / n - mean * mean, share = inside / n;
+      const double var_error = std::sqrt((sum4 / n - (sum2 / n) * (sum2 / n)) / n);
+      const bool ok = std::fabs(mean) <= 6.0 / std::sqrt(n) && std::fabs(var - 1.0) <= 6.0 * var_error &&
+                      (c.inside < 0 || std::fabs(share - c.inside) <= 6.0 * std::sqrt(c.inside * (1 - c.inside) / n));
+      std::ostringstream os;
+      os << c.dist << ": mean " << mean << ", variance " << var << ", share |x| < 1 " << share << " (expected " << c.inside << ")";
+      if (ok) tally.pass();
+      else tally.fail(os.str());
+    }
+    return tally.outcome(ctx);
+  });
   // The INT closed form is 10 log10(12 (2^(b-1) - 1)^2 / (rho kappa)^2): at rho = kappa = 1 an INT8
   // block gives 10 log10(12 * 127^2) = 52.8679 dB, and each doubling of rho * kappa costs 20 log10 2.
   add_property("studies", "model/int-closed-form", Device::cpu, [](const RunContext& ctx) {
@@ -91,14 +179,9 @@ void register_study_properties() {
   });
 }
 
-std::uint64_t double_bits(double v) {
-  std::uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
-}
-
-// `kvq study qsnr --device cuda` against the CPU: every recipe x block 16, 32 x three distributions
-// (2^17 samples, 8 chunks of blocks at block 16), every sum, count and block crest equal bit for bit.
+// `kvq study qsnr --device cuda` against the CPU, samples and all: every recipe x block 16, 32 x three
+// distributions (2^17 samples, 8 chunks of blocks at block 16), with and without the Hadamard
+// rotation; every sum and count, and the crest factors' sum and median, equal bit for bit.
 void register_study_gpu_properties() {
   add_property("gpu", "studies/qsnr-device-equals-cpu", Device::cuda, [](const RunContext& ctx) {
     std::string why;
@@ -106,7 +189,7 @@ void register_study_gpu_properties() {
     Tally tally;
     for (const std::string dist : {"gaussian", "kv-keys", "student-t:5"}) {
       const auto d = *experiments::distribution_from_name(dist, &why);
-      const std::vector<float> x = experiments::sample(d, 1024, 128, ctx.seed ^ experiments::name_hash(dist));
+      const std::uint64_t seed = ctx.seed ^ experiments::name_hash(dist);
       for (const NamedRecipe& named : kRecipes)
         for (const int block : {16, 32}) {
           Recipe r = named.recipe;
@@ -114,11 +197,15 @@ void register_study_gpu_properties() {
           if (!tensor) r.block = block;
           if (tensor && block == 32) continue;
           const int n = tensor ? kernels::kTensorChunk : block;
+          const int rotation = dist == "kv-keys" ? n : 0;
+          std::vector<float> x = experiments::sample(d, 1024, 128, seed);
+          if (rotation) experiments::rotate_hadamard(x, rotation, seed);
           const float g = tensor_scale(r, kernels::amax_cpu(kernels::DType::fp32, x.data(), static_cast<std::int64_t>(x.size())));
           const experiments::QsnrTotals want = experiments::qsnr_totals_cpu(r, n, g, x);
           experiments::QsnrTotals got;
-          const std::string label = std::string(named.name) + " block " + std::to_string(n) + " " + dist;
-          if (auto e = experiments::device::qsnr_totals(r, n, g, x, &got); !e.empty()) {
+          const std::string label = std::string(named.name) + " block " + std::to_string(n) + " " + dist +
+                                    (rotation ? " rotated" : "");
+          if (auto e = experiments::device::qsnr_totals_sampled(r, n, d, 1024, 128, seed, rotation, &got); !e.empty()) {
             tally.fail(label + ": " + e);
             continue;
           }
@@ -126,14 +213,56 @@ void register_study_gpu_properties() {
                       double_bits(got.sum.x2) == double_bits(want.sum.x2) &&
                       double_bits(got.sum.max_abs_error) == double_bits(want.sum.max_abs_error) &&
                       got.sum.clipped == want.sum.clipped && got.sum.clipped_blocks == want.sum.clipped_blocks &&
-                      got.crest.size() == want.crest.size();
-          for (std::size_t b = 0; same && b < want.crest.size(); ++b) same = double_bits(got.crest[b]) == double_bits(want.crest[b]);
+                      double_bits(got.sum.crest_sum) == double_bits(want.sum.crest_sum) &&
+                      got.sum.crest_blocks == want.sum.crest_blocks &&
+                      double_bits(got.crest_median) == double_bits(want.crest_median);
           std::ostringstream os;
           os << label << ": device err2 " << got.sum.err2 << " x2 " << got.sum.x2 << " clipped " << got.sum.clipped
-             << ", cpu err2 " << want.sum.err2 << " x2 " << want.sum.x2 << " clipped " << want.sum.clipped;
+             << " crest median " << got.crest_median << ", cpu err2 " << want.sum.err2 << " x2 " << want.sum.x2
+             << " clipped " << want.sum.clipped << " crest median " << want.crest_median;
           if (same) tally.pass();
           else tally.fail(os.str());
         }
+    }
+    return tally.outcome(ctx);
+  });
+  // The samplers on the GPU draw the host's samples bit for bit (samplers.hpp: integer RNG, correctly
+  // rounded operations): every distribution, an odd count (the last pair half written), the kv kinds'
+  // tables, and Hadamard rotations of 16 and 128.
+  add_property("gpu", "studies/samples-device-equal-host", Device::cuda, [](const RunContext& ctx) {
+    std::string why;
+    if (!kernels::device::available(&why)) return skipped(why);
+    Tally tally;
+    struct Case {
+      const char* dist;
+      std::int64_t rows;
+      int cols, rotation;
+    };
+    for (const Case c : {Case{"gaussian", 4096, 128, 0}, Case{"gaussian", 1001, 3, 0}, Case{"laplace", 4096, 128, 0},
+                         Case{"uniform", 4096, 128, 16}, Case{"student-t:5", 4096, 128, 0},
+                         Case{"student-t:2.5", 1001, 3, 0}, Case{"kv-keys", 8192, 128, 0}, Case{"kv-keys", 4096, 64, 128},
+                         Case{"kv-values", 4096, 128, 16}}) {
+      const auto d = *experiments::distribution_from_name(c.dist, &why);
+      const std::uint64_t seed = ctx.seed ^ experiments::name_hash(c.dist);
+      std::vector<float> want = experiments::sample(d, c.rows, c.cols, seed), got;
+      if (c.rotation) experiments::rotate_hadamard(want, c.rotation, seed);
+      const std::string label = std::string(c.dist) + " " + std::to_string(c.rows) + "x" + std::to_string(c.cols) +
+                                (c.rotation ? " rotated by " + std::to_string(c.rotation) : "");
+      if (auto e = experiments::device::samples(d, c.rows, c.cols, seed, c.rotation, &got); !e.empty()) {
+        tally.fail(label + ": " + e);
+        continue;
+      }
+      std::size_t differ = 0, first = want.size();
+      for (std::size_t i = 0; i < want.size(); ++i)
+        if (bits_of(got[i]) != bits_of(want[i]) && differ++ == 0) first = i;
+      if (differ == 0) {
+        tally.pass();
+      } else {
+        std::ostringstream os;
+        os << label << ": " << differ << " of " << want.size() << " samples differ; first at " << first << ": device "
+           << hex_code(kFP32, bits_of(got[first])) << ", host " << hex_code(kFP32, bits_of(want[first]));
+        tally.fail(os.str());
+      }
     }
     return tally.outcome(ctx);
   });

@@ -170,4 +170,11 @@ TEST_CASE("cli: kvq bench rejects bad arguments before touching a GPU, and names
   CHECK(swizzle.status == 2);
   CHECK(swizzle.err.find("--swizzle is none, v (V's scales) or kv (K's and V's), got 'k_and_v'") != std::string::npos);
   CHECK(bench({"--swizzle"}).err.find("[--swizzle none|v|kv]") != std::string::npos);  // --swizzle needs its value
+  const Run rounds_alone = bench({"--peer-rounds", "2"});  // FlashInfer's rounds belong to --peers
+  CHECK(rounds_alone.status == 2);
+  CHECK(rounds_alone.err.find("--peer-rounds needs --peers") != std::string::npos);
+  const Run no_rounds = bench({"--peers", "--peer-rounds", "0"});
+  CHECK(no_rounds.status == 2);
+  CHECK(no_rounds.err.find("--peer-rounds") != std::string::npos);
+  CHECK(no_rounds.out.empty());
 }
