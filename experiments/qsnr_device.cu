@@ -4,6 +4,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "experiments/qsnr_device.hpp"
 
@@ -105,6 +108,21 @@ int gpu_count() {
 int current_gpu() {
   int index = 0;
   return cudaGetDevice(&index) == cudaSuccess ? index : -1;
+}
+
+std::string open_gpus(int count) {
+  std::vector<std::string> errors(static_cast<std::size_t>(std::max(count, 0)));
+  std::vector<std::thread> threads;
+  for (int g = 0; g < count; ++g)
+    threads.emplace_back([g, &errors] {
+      cudaError_t e = cudaSetDevice(g);
+      if (e == cudaSuccess) e = cudaFree(nullptr);  // creates the context
+      if (e != cudaSuccess) errors[static_cast<std::size_t>(g)] = "GPU " + std::to_string(g) + ": " + cudaGetErrorString(e);
+    });
+  for (std::thread& t : threads) t.join();
+  for (const std::string& e : errors)
+    if (!e.empty()) return e;
+  return {};
 }
 
 std::string use_gpu(int index) {

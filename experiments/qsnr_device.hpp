@@ -35,6 +35,9 @@ std::string samples(const Distribution& d, std::int64_t rows, int cols, std::uin
 int gpu_count();
 std::string use_gpu(int index);
 int current_gpu();
+// Creates the first `count` GPUs' CUDA contexts at once, a thread each (one after another they
+// took about 0.25 s each); "" or the first error.
+std::string open_gpus(int count);
 // The kernels (qsnr_device.cu, or a stub). Samples: pairs 0..pairs-1 of `params` (its tables on the
 // device) into the count elements of x_dev; rotation: rotate_block on each of `blocks` blocks.
 std::string launch_samples(const SamplerParams& params, std::uint64_t seed, std::int64_t pairs, std::int64_t count,

@@ -5,6 +5,7 @@ namespace kvq::experiments::device {
 
 int gpu_count() { return 0; }
 int current_gpu() { return 0; }
+std::string open_gpus(int) { return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)"; }
 std::string use_gpu(int) { return "kvq was built without CUDA (nvcc not found or KVQ_CUDA=OFF)"; }
 
 std::string launch_samples(const SamplerParams&, std::uint64_t, std::int64_t, std::int64_t, float*) {

@@ -27,7 +27,10 @@ struct QsnrConfig {
 // (configurations differ in cost, so a fixed i % count split left GPUs idle while one finished).
 class GpuPool {
  public:
-  explicit GpuPool(int count) : busy_(static_cast<std::size_t>(std::max(count, 1)), false) {}
+  explicit GpuPool(int count) : busy_(static_cast<std::size_t>(std::max(count, 1)), false) {
+    if (count > 1) opened_ = device::open_gpus(count);  // the contexts at once, not one by one
+  }
+  const std::string& opened() const { return opened_; }
   struct Lease {
     explicit Lease(GpuPool& pool) : pool(pool) {
       std::unique_lock<std::mutex> hold(pool.lock_);
@@ -50,6 +53,7 @@ class GpuPool {
   std::mutex lock_;
   std::condition_variable freed_;
   std::vector<bool> busy_;
+  std::string opened_;
 };
 
 std::string measure(const QsnrConfig& c, const StudyOptions& o, SampleCache& cache) {
@@ -64,7 +68,8 @@ std::string measure(const QsnrConfig& c, const StudyOptions& o, SampleCache& cac
   if (o.device == "cuda") {  // on the next free GPU of all visible ones
     static GpuPool pool(device::gpu_count());
     const GpuPool::Lease gpu(pool);
-    std::string e = device::gpu_count() > 0 ? device::use_gpu(gpu.index) : "";
+    std::string e = pool.opened();
+    if (e.empty() && device::gpu_count() > 0) e = device::use_gpu(gpu.index);
     if (e.empty()) e = device::qsnr_totals_sampled(r, block, c.distribution, rows, o.head_dim, seed, rotation_block, &t);
     if (!e.empty()) throw std::runtime_error(e);
   } else {  // the same samples drawn here (samplers.hpp: the same bits)
