@@ -64,22 +64,28 @@ ScriptRun run_script(const std::string& python, const std::string& script, const
   return run;
 }
 
-// The PyTorch peers' rows (BF16 input of `mib` MiB, `cols` columns), or a line on err saying why
-// none came: no script found, no torch, no GPU (the script exits 77), or its error.
-void run_peers(const std::string& python, long mib, long cols, long repeats, std::ostream& out, std::ostream& err) {
+// A peer script's exit: 0 ran; 77 (its "skipped here": no torch, no GPU, ...) or no script is a line
+// on err and no failure; any other status (a traceback, a failed call, arguments it rejected) is a
+// failure: a line on err, and kvq bench exits 1.
+bool peer_failed(const std::string& what, const std::string& script, const ScriptRun& run, std::ostream& err) {
+  if (run.status == 0) return false;
+  err << "kvq bench: " << what << (run.status == 77 ? " skipped (" : " FAILED (") << script << " exited with status "
+      << run.status << "): " << run.last_line() << "\n";
+  return run.status != 77;
+}
+
+// The PyTorch peers' rows (BF16 input of `mib` MiB, `cols` columns). 0, or 1 when the script failed.
+int run_peers(const std::string& python, long mib, long cols, long repeats, std::ostream& out, std::ostream& err) {
   const std::string script = peer_script("kernels/bench_torch_peers.py");
   if (script.empty()) {
     err << "kvq bench: PyTorch peers skipped: kernels/bench_torch_peers.py not found\n";
-    return;
+    return 0;
   }
   const ScriptRun run = run_script(python, script, "--mib " + std::to_string(mib) + " --cols " + std::to_string(cols) +
                                                        " --repeats " + std::to_string(repeats));
-  if (run.status != 0) {
-    err << "kvq bench: PyTorch peers skipped (" << script << " exited with status " << run.status << "): " << run.last_line()
-        << "\n";
-    return;
-  }
+  if (run.status != 0) return peer_failed("PyTorch peers", script, run, err) ? 1 : 0;
   out << "PyTorch peers (" << script << ", BF16 input, its own same-run copy):\n" << run.text;
+  return 0;
 }
 
 // One kvq row and its FlashInfer twin on one shape, with their times round by round (NaN: none
@@ -120,8 +126,8 @@ double median_of(std::vector<double> v) {
 // rope_quantize_fp8_append_paged_kv_cache on every shape, rope-quant against rope_quantize_fp8 on the
 // NHD ones), alternated for `rounds` rounds: kvq first in odd rounds, FlashInfer first in even ones,
 // so that a drift of the clocks favours neither. Prints per pair the medians over the rounds of each
-// side's median time and their ratio. 0, or 2 when kvq's own rows fail; a FlashInfer that cannot run
-// here (the script exits non-zero) is a line on err and 0.
+// side's median time and their ratio. 0; 2 when kvq's own rows fail; 1 when the script fails (a
+// FlashInfer that cannot run here, the script's exit 77, is a line on err and 0).
 int run_flashinfer_peers(const std::string& python, kernels::DType dtype, const std::string& dtype_name,
                          std::int64_t rope_tokens, int repeats, int rounds, std::ostream& out, std::ostream& err) {
   const std::string script = peer_script("kernels/bench_flashinfer_rope.py");
@@ -141,6 +147,7 @@ int run_flashinfer_peers(const std::string& python, kernels::DType dtype, const 
     }
   }
   std::string header;  // the script's device and method lines, from its first round
+  bool failed = false;  // the script failed (not "skipped here")
   const auto kvq_round = [&](int round) {
     std::vector<kernels::BenchRow> rows;
     const std::string e = kernels::run_rope_benchmarks(dtype, rope_tokens, repeats, &rows).message();
@@ -158,8 +165,7 @@ int run_flashinfer_peers(const std::string& python, kernels::DType dtype, const 
   const auto flashinfer_round = [&](int round) {
     const ScriptRun run = run_script(python, script, arguments);
     if (run.status != 0) {
-      err << "kvq bench: FlashInfer peers skipped (" << script << " exited with status " << run.status
-          << "): " << run.last_line() << "\n";
+      failed = peer_failed("FlashInfer peers", script, run, err);
       return false;
     }
     for (RopeTwin& t : twins) t.flashinfer_ms.resize(round + 1, std::nan(""));
@@ -187,6 +193,7 @@ int run_flashinfer_peers(const std::string& python, kernels::DType dtype, const 
     const bool kvq_first = round % 2 == 0;
     if (kvq_first && !kvq_round(round)) return 2;
     if (!flashinfer_round(round)) {
+      if (failed) return 1;
       if (round == 0) return 0;
       for (RopeTwin& t : twins) t.kvq_ms.resize(round);
       break;
@@ -357,17 +364,18 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
     }
   }
   if (!peers) return 0;
-  run_peers(python, mib, cols, repeats, out, err);
+  const int torch_peers = run_peers(python, mib, cols, repeats, out, err);
   if (rope_tokens == 0) {
     err << "kvq bench: FlashInfer peers skipped: --rope-tokens 0 (no RoPE rows to set them beside)\n";
-    return 0;
+    return torch_peers;
   }
   if (t == kernels::DType::fp32) {
     err << "kvq bench: FlashInfer peers skipped: its rope kernels take FP16 or BF16 input, not FP32\n";
-    return 0;
+    return torch_peers;
   }
-  return run_flashinfer_peers(python, t, dtype, rope_tokens, static_cast<int>(repeats), static_cast<int>(peer_rounds),
-                              out, err);
+  const int flashinfer = run_flashinfer_peers(python, t, dtype, rope_tokens, static_cast<int>(repeats),
+                                              static_cast<int>(peer_rounds), out, err);
+  return flashinfer != 0 ? flashinfer : torch_peers;
 }
 
 }  // namespace kvq::cli

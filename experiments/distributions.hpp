@@ -2,7 +2,8 @@
 // make QSNR depend on the absolute scale, so the scale is fixed). The samples are samplers.hpp's
 // pairs (their own integer RNG and transforms of correctly rounded operations, not <random>'s
 // implementation-defined distributions or libm), so a seed gives the same samples on every platform
-// and compiler, and on a GPU (experiments/qsnr_device.hpp).
+// and compiler, and on a GPU the host's (experiments/qsnr_device.hpp); the kv-* tables come from the
+// host's libm (docs/studies.md "Samples").
 #pragma once
 
 #include <cstdint>

@@ -48,8 +48,9 @@ std::string launch_rotation(float* x_dev, std::int64_t blocks, int block, std::u
 std::string launch_qsnr_sums(const Recipe& r, int n, const float* amax_dev, const float* x_dev, std::int64_t blocks,
                              BlockPartial* partials_dev, ChunkSum* chunks_dev, double* crest_dev);
 // A radix select on the device, 8 bits a pass, with no host round trip: it leaves in *state_dev the
-// element valid / 2 in ascending order of the values >= 0 among the `count` of values_dev (valid: how
-// many there are; a positive double's bits order as its value). hist_dev holds 256 counters.
+// element valid / 2 in ascending order of the values >= 0 among the `count` (> 0) of values_dev
+// (valid: how many there are; a positive double's bits order as its value, so -0.0, whose bits would
+// sort last, must not occur: the crest factors are positive or -1). hist_dev holds 256 counters.
 struct SelectState {
   std::uint64_t prefix = 0, mask = 0;  // the answer's bits found so far, and which
   std::int64_t rank = 0, valid = 0;    // the rank left within the prefix, and the values >= 0

@@ -7,11 +7,16 @@
 // deviations, RoPE frequencies) are tables computed once on the host and handed to the device.
 #pragma once
 
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 
 #include "formats/float_bits.hpp"
 #include "formats/host_device.hpp"
+
+#if !defined(__CUDA_ARCH__)
+static_assert(FLT_EVAL_METHOD == 0, "the samplers need double arithmetic in double (no x87 extended precision)");
+#endif
 
 namespace kvq::experiments {
 
@@ -41,7 +46,7 @@ class CounterRng {
 
 // ln x for finite normal x > 0: x = m 2^e with m in [sqrt(1/2), sqrt(2)) by bit arithmetic, then
 // ln m = 2 atanh(s), s = (m - 1)/(m + 1), |s| <= 0.1716, by its series to s^23 (the next term is
-// below 2^-60 of the result), and e ln 2 in two parts (ln2_hi has 33 bits, so e * ln2_hi is exact).
+// below 2^-60 of the result), and e ln 2 in two parts (ln2_hi has 32 bits, so e * ln2_hi is exact).
 KVQ_HD inline double log_ieee(double x) {
   std::uint64_t b = bits_of(x);
   int e = static_cast<int>(b >> 52) - 1023;

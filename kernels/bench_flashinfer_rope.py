@@ -17,9 +17,11 @@ launch work on the host is not timed: the times are the device's, as kvq's rows 
 kernels/benchmark.cu, queues its launches behind a spin kernel too). Copies of about 100 ms settle
 the clocks first.
 
-Prints `flashinfer FUNCTION LABEL MS` per case (`flashinfer FUNCTION LABEL skipped: why` for one
-that failed), and exits 77 with a last line `SKIPPED: why` where FlashInfer cannot run here: FP32
-input (its kernels take FP16 and BF16), no torch, no CUDA device, no nvcc, no staged FlashInfer.
+Prints `flashinfer FUNCTION LABEL MS` per case (`flashinfer FUNCTION LABEL skipped: why` for a later
+case that failed), and exits 77 with a last line `SKIPPED: why` where FlashInfer cannot run here: FP32
+input (its kernels take FP16 and BF16), no torch, no CUDA device, no nvcc, no staged FlashInfer. A
+first call that fails (the JIT build, or arguments kvq got wrong) exits 1 with a line `FAILED: why`;
+bad --case text exits 2 (argparse).
 FlashInfer is imported without its package __init__ from $FLASHINFER_STAGE by the conformance
 helper (proptests/ports/conformance/flashinfer_fns.py; staging: stage_flashinfer.sh, docs/performance.md).
 
@@ -281,8 +283,9 @@ def main():
             ms = device_ms(torch, lambda: call(**kwargs), args.repeats, spin)
             print(f"flashinfer {c.function} {c.label} {ms:.6f}", flush=True)
         except Exception as e:
-            if not built:  # the module did not build: no case can run
-                return skip(f"{FUNCTIONS[c.function]} failed on its first call: {type(e).__name__}: {e}")
+            if not built:  # FlashInfer is here but its first call failed (JIT build or arguments): an error, not a skip
+                print(f"FAILED: {FUNCTIONS[c.function]} on its first call ({c.label}): {type(e).__name__}: {e}", flush=True)
+                return 1
             print(f"flashinfer {c.function} {c.label} skipped: {type(e).__name__}: {e}", flush=True)
         finally:
             kwargs = None

@@ -108,8 +108,10 @@ def main():
     if args.compile_mode != "none":
         compiled, note = compiled_nvfp4(x, thresholds, args.compile_mode)
         notes.append(("torch-compile nvfp4: " if compiled else "torch-compile nvfp4 skipped: ") + note)
-        if compiled is not None:
-            add("torch-compile", "nvfp4", nvfp4_bytes, lambda: compiled(x, thresholds))
+        if compiled is not None:  # a compiled quantizer whose bytes differ from eager's is marked, not hidden
+            agrees = "equal to eager" in note
+            add("torch-compile" if agrees else "torch-compile*", "nvfp4" if agrees else "nvfp4 (!= eager)",
+                nvfp4_bytes, lambda: compiled(x, thresholds))
     print(f"device: {torch.cuda.get_device_name()}  torch {torch.__version__}")
     for note in notes:
         print("note:", note)

@@ -39,7 +39,8 @@ bool clocks_settled = false;  // copy_rate's warm-up ran in this process
 
 // Keeps the GPU busy for about `cycles` clock cycles (200,000: about 0.1 ms at H100 clocks), so that
 // the events and launches the host queues behind it start back to back: a timed launch's host work
-// (argument setup, the launch call) then stays out of its time, as in the peers' timings.
+// (argument setup, the launch call) then stays out of its time, as in the FlashInfer peer's timings
+// (kernels/bench_flashinfer_rope.py; the PyTorch peers' times still include their launches).
 __global__ void spin_kernel(long long cycles) {
   const long long start = clock64();
   while (clock64() - start < cycles) {

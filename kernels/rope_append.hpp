@@ -449,8 +449,8 @@ KVQ_HD inline void rope_group_work(const RopeShape& s, const RopeInputs& in, con
   }
 }
 
-// Groups lane, lane + lanes, ... of each part of one token: a warp's lanes on the device (lanes = 32),
-// all of them on the host (lane 0, lanes 1). Each part is its own loop, so a loop's group code is
+// Groups lane, lane + lanes, ... of each part of one token: the token's warps' lanes on the device
+// (lanes = 32 x rope_warps_per_token), all of them on the host (lane 0, lanes 1). Each part is its own loop, so a loop's group code is
 // either a rope or a plain group's, known at compile time.
 template <RopePart kPart, bool kRope, bool kWhole>
 KVQ_HD inline void rope_part_work(const RopeShape& s, const RopePartShape& p, const RopeInputs& in, const QOutputs& q,

@@ -660,6 +660,24 @@ void register_rope_properties() {
                  });
                });
 
+  // The launchers' warps a token (rope_warps_per_token): the fewest of 2, 4, 8 whose grid,
+  // ceil(tokens * warps / 8) blocks, fills one wave of 4 blocks an SM. Edges worked out by hand from
+  // that rule for an H100 (132 SMs: 528 blocks) and for an SM count of 0 (taken as 1: 4 blocks).
+  add_property("rope", "warps-per-token-rule", Device::cpu, [](const RunContext& ctx) {
+    Tally tally;
+    struct Case {
+      std::int64_t tokens;
+      int sms, warps;
+    };
+    for (const Case c : {Case{1, 132, 8}, Case{256, 132, 8}, Case{1054, 132, 8}, Case{1055, 132, 4}, Case{2108, 132, 4},
+                         Case{2109, 132, 2}, Case{16384, 132, 2}, Case{6, 0, 8}, Case{7, 0, 4}, Case{15, 0, 2}}) {
+      const int got = kernels::rope_warps_per_token(c.tokens, c.sms);
+      if (got == c.warps) tally.pass();
+      else tally.fail(std::to_string(c.tokens) + " tokens, " + std::to_string(c.sms) + " SMs: " + std::to_string(got) +
+                      " warps a token, expected " + std::to_string(c.warps));
+    }
+    return tally.outcome(ctx);
+  });
   add_property("rope", "fused-equals-unfused", Device::cpu, [fewer](const RunContext& ctx) {
     const auto problems = gen_rope_problem(16, 4, true);
     return check_random(fewer(ctx, 10), [&] {
