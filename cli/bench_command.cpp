@@ -114,6 +114,23 @@ std::string case_argument(const std::string& function, const kernels::RopeShape&
   return "--case " + shell_quoted(a.str());
 }
 
+// The pairs of kvq's RoPE rows and FlashInfer's functions for `tokens` tokens (rope-fused and the paged
+// function on every shape; rope-quant and rope_quantize_fp8 on the NHD ones, as kvq's rope-quant rows),
+// their --case arguments appended to *arguments.
+std::vector<RopeTwin> rope_twins(kernels::DType dtype, std::int64_t tokens, std::string* arguments) {
+  std::vector<RopeTwin> twins;
+  for (const kernels::RopeShape& s : kernels::rope_bench_shapes(dtype, tokens)) {
+    const kernels::RopeBenchBytes bytes = kernels::rope_bench_bytes(s);
+    for (const std::string function : {"paged", "quant"}) {
+      if (function == "quant" && s.layout != kernels::KvLayout::nhd) continue;  // kvq's rope-quant rows: NHD only
+      twins.push_back({function == "paged" ? "rope-fused" : "rope-quant", function, kernels::rope_bench_label(s),
+                       bytes.fused, function == "paged" ? bytes.fused : bytes.fused - bytes.v, {}, {}});
+      *arguments += " " + case_argument(function, s);
+    }
+  }
+  return twins;
+}
+
 // The median of the values that are not NaN (NaN when none are).
 double median_of(std::vector<double> v) {
   v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
@@ -135,17 +152,8 @@ int run_flashinfer_peers(const std::string& python, kernels::DType dtype, const 
     err << "kvq bench: FlashInfer peers skipped: kernels/bench_flashinfer_rope.py not found\n";
     return 0;
   }
-  std::vector<RopeTwin> twins;
   std::string arguments = "--dtype " + dtype_name + " --repeats " + std::to_string(repeats);
-  for (const kernels::RopeShape& s : kernels::rope_bench_shapes(dtype, rope_tokens)) {
-    const kernels::RopeBenchBytes bytes = kernels::rope_bench_bytes(s);
-    for (const std::string function : {"paged", "quant"}) {
-      if (function == "quant" && s.layout != kernels::KvLayout::nhd) continue;  // kvq's rope-quant rows: NHD only
-      twins.push_back({function == "paged" ? "rope-fused" : "rope-quant", function, kernels::rope_bench_label(s),
-                       bytes.fused, function == "paged" ? bytes.fused : bytes.fused - bytes.v, {}, {}});
-      arguments += " " + case_argument(function, s);
-    }
-  }
+  std::vector<RopeTwin> twins = rope_twins(dtype, rope_tokens, &arguments);
   std::string header;  // the script's device and method lines, from its first round
   bool failed = false;  // the script failed (not "skipped here")
   const auto kvq_round = [&](int round) {
@@ -244,6 +252,12 @@ int run_flashinfer_peers(const std::string& python, kernels::DType dtype, const 
 }
 
 }  // namespace
+
+std::string flashinfer_case_arguments(const std::string& dtype, std::int64_t tokens) {
+  std::string arguments;
+  rope_twins(dtype == "fp16" ? kernels::DType::fp16 : kernels::DType::bf16, tokens, &arguments);
+  return arguments;
+}
 
 int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::string recipes, dtype = "bf16", csv;

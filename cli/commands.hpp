@@ -2,6 +2,7 @@
 // streams, and returns the process exit status: 0 ok, 1 a check failed, 2 bad usage or input.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -13,6 +14,9 @@ using Args = std::vector<std::string>;
 int quant_command(const Args& args, std::ostream& out, std::ostream& err);
 int dequant_command(const Args& args, std::ostream& out, std::ostream& err);
 int bench_command(const Args& args, std::ostream& out, std::ostream& err);
+// The --case arguments `kvq bench --peers` hands kernels/bench_flashinfer_rope.py for the RoPE
+// shapes of `tokens` tokens (dtype bf16 or fp16): kvq's problems in the script's terms.
+std::string flashinfer_case_arguments(const std::string& dtype, std::int64_t tokens);
 int recipes_command(const Args& args, std::ostream& out, std::ostream& err);
 int formats_command(const Args& args, std::ostream& out, std::ostream& err);
 int table_command(const Args& args, std::ostream& out, std::ostream& err);

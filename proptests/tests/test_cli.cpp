@@ -1,6 +1,7 @@
 // The kvq command line as a contract: formats of input and output, and clear errors.
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <sstream>
 
 #include "cli/commands.hpp"
@@ -150,6 +151,30 @@ TEST_CASE("cli: quant and dequant exchange .npy files and match the CPU twin") {
   CHECK(kvq::cli::dequant_command({"mxfp4-floor", "--in", (dir / "q").string(), "--out", (dir / "z.npy").string()}, out, e3) == 2);
   CHECK(e3.str().find("holds recipe 'nvfp4'") != std::string::npos);
   fs::remove_all(dir);
+}
+
+// kvq's RoPE problems as kernels/bench_flashinfer_rope.py reads them: every --case string kvq bench
+// --peers would pass parses, and the script plans one call a pair (5 paged, 3 quant), no GPU needed.
+TEST_CASE("cli: kvq bench --peers hands the FlashInfer script cases its parser takes") {
+  for (const std::string dtype : {"bf16", "fp16"})
+    for (const std::int64_t tokens : {std::int64_t{256}, std::int64_t{16384}}) {
+      const std::string command = "python3 '" KVQ_SOURCE_DIR "/kernels/bench_flashinfer_rope.py' --plan --dtype " + dtype +
+                                  kvq::cli::flashinfer_case_arguments(dtype, tokens) + " 2>&1";
+      FILE* pipe = popen(command.c_str(), "r");
+      REQUIRE(pipe != nullptr);
+      std::string text;
+      char buffer[4096];
+      while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) text += buffer;
+      const int status = pclose(pipe);
+      INFO(dtype << ", " << tokens << " tokens: " << text.substr(0, 400));
+      CHECK(status == 0);
+      int paged = 0, quant = 0;
+      for (std::size_t at = 0; (at = text.find(" (paged): ", at)) != std::string::npos; ++at) ++paged;
+      for (std::size_t at = 0; (at = text.find(" (quant): ", at)) != std::string::npos; ++at) ++quant;
+      CHECK(paged == 5);
+      CHECK(quant == 3);
+      CHECK(text.find("mha-gptj-hnd-" + std::to_string(tokens) + " (paged)") != std::string::npos);
+    }
 }
 
 TEST_CASE("cli: kvq bench rejects bad arguments before touching a GPU, and names --peers and --swizzle in its usage") {
