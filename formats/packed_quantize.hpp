@@ -413,11 +413,15 @@ struct TableMultiplier {
   KVQ_HD float operator()(std::uint8_t sf8, float) const { return codes[sf8 & 0x7f].by; }
 };
 
-// The block decode scale (bmax / divisor) / g of a lean_block by reciprocals (see kLeanScaleMin),
-// divisor 4 or a constant RN(1/divisor) folds.
+// bmax / divisor for a lean_block by reciprocal (see kLeanScaleMin): divisor 4 exactly, another
+// constant by a folded RN(1/divisor).
+KVQ_HD inline float lean_over_divisor(float bmax, float divisor) {
+  return divisor == 4.0f ? bmax * 0.25f : divide_by_reciprocal(bmax, divisor, 1.0f / divisor);
+}
+
+// The block decode scale (bmax / divisor) / g of a lean_block by reciprocals.
 KVQ_HD inline float lean_scale(const GlobalTerms& t, float bmax, float divisor) {
-  const float scaled = divisor == 4.0f ? bmax * 0.25f : divide_by_reciprocal(bmax, divisor, 1.0f / divisor);
-  return divide_by_reciprocal(scaled, t.g, t.rg);
+  return divide_by_reciprocal(lean_over_divisor(bmax, divisor), t.g, t.rg);
 }
 
 // recipe_detail::two_level_decode_scale for a lean_block, the rule's divisions by g and by the
@@ -428,9 +432,8 @@ KVQ_HD inline float lean_scale(const GlobalTerms& t, float bmax, float divisor) 
 // division.
 KVQ_HD inline float lean_decode_scale(const Recipe& r, const GlobalTerms& t, float bmax, float divisor) {
   if (r.scale_form == ScaleForm::over_product) return bmax / (divisor * t.g);
-  const float over = r.division == Division::constant_reciprocal ? bmax * (1.0f / divisor)
-                     : divisor == 4.0f                            ? bmax * 0.25f
-                                                                  : divide_by_reciprocal(bmax, divisor, 1.0f / divisor);
+  const float over =
+      r.division == Division::constant_reciprocal ? bmax * (1.0f / divisor) : lean_over_divisor(bmax, divisor);
   const float ratio = recipe_detail::in_scale_dtype(r, over);
   return r.tensor_param == TensorParam::encode ? ratio * t.g : divide_by_reciprocal(ratio, t.g, t.rg);
 }
@@ -696,8 +699,7 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_packed(const Recipe& r, con
         }
       } else {
         const BlockPlan p = packed_detail::plan_of(r, t, m, element_max(r));
-        if (packed_detail::packable(p)) {
-          packed_detail::encode_plan_words<kN>(r, p, m, x, signs, words);
+        if (packed_detail::packable(p) && packed_detail::encode_plan_words<kN>(r, p, m, x, signs, words)) {
           took(packed_detail::lean_plan_of(r, t, m) ? PackedRoute::lean_plan : PackedRoute::plan);
           return p.scale_code;
         }

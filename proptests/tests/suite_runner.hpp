@@ -12,6 +12,7 @@ struct SuiteTally {
 };
 SuiteTally& suite_tally();
 
-void run_suite_under_doctest(const std::string& suite);
+// parts > 1: only the suite's properties part, part + parts, ... (in registry order).
+void run_suite_under_doctest(const std::string& suite, int part = 0, int parts = 1);
 
 }  // namespace kvq::props

@@ -21,13 +21,19 @@ std::uint64_t env_number(const char* name, std::uint64_t fallback) {
 }
 }  // namespace
 
-void run_suite_under_doctest(const std::string& suite) {
+void run_suite_under_doctest(const std::string& suite, int part, int parts) {
   Selection selection;
   selection.suites = {suite};
   RunOptions options;
   options.seed = env_number("KVQ_SEED", kDefaultSeed);
   options.cases = static_cast<int>(env_number("KVQ_CASES", 1000));
-  const auto properties = select(selection);
+  auto properties = select(selection);
+  if (parts > 1) {  // every parts-th property from `part` on: the parts together are the suite
+    decltype(properties) mine;
+    for (std::size_t i = static_cast<std::size_t>(part); i < properties.size(); i += static_cast<std::size_t>(parts))
+      mine.push_back(properties[i]);
+    properties = std::move(mine);
+  }
   REQUIRE_MESSAGE(!properties.empty(), "suite " << suite << " has no properties");
   const auto results = run_properties(properties, options, std::cerr);
   for (const auto& r : results) {
@@ -42,7 +48,8 @@ void run_suite_under_doctest(const std::string& suite) {
     }
   }
   const Totals t = totals(results);
-  std::cerr << "suite " << suite << ": " << t.passed << " passed, " << t.failed << " failed, " << t.skipped
+  std::cerr << "suite " << suite << (parts > 1 ? " part " + std::to_string(part + 1) + " of " + std::to_string(parts) : "")
+            << ": " << t.passed << " passed, " << t.failed << " failed, " << t.skipped
             << " skipped\n";
 }
 
@@ -54,7 +61,9 @@ TEST_CASE("oracle") { kvq::props::run_suite_under_doctest("oracle"); }
 TEST_CASE("cuda-headers") { kvq::props::run_suite_under_doctest("cuda-headers"); }
 TEST_CASE("gpu") { kvq::props::run_suite_under_doctest("gpu"); }
 TEST_CASE("recipes") { kvq::props::run_suite_under_doctest("recipes"); }
-TEST_CASE("kernels") { kvq::props::run_suite_under_doctest("kernels"); }
+// The longest suite in two halves, so CTest runs them side by side on two cores.
+TEST_CASE("kernels-1of2") { kvq::props::run_suite_under_doctest("kernels", 0, 2); }
+TEST_CASE("kernels-2of2") { kvq::props::run_suite_under_doctest("kernels", 1, 2); }
 TEST_CASE("mla") { kvq::props::run_suite_under_doctest("mla"); }
 TEST_CASE("rope") { kvq::props::run_suite_under_doctest("rope"); }
 TEST_CASE("studies") { kvq::props::run_suite_under_doctest("studies"); }
