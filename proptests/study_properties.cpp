@@ -5,8 +5,6 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <cstring>
-
 #include "experiments/block_formats.hpp"
 #include "experiments/distributions.hpp"
 #include "experiments/qsnr_device.hpp"
@@ -32,12 +30,6 @@ rc::Gen<std::vector<float>> gen_finite_block(int n) {
     return *rc::gen::container<std::vector<float>>(
         n, rc::gen::map(rc::gen::inRange(-2000, 2001), [k](int m) { return std::ldexp(static_cast<float>(m), k - 8); }));
   });
-}
-
-std::uint64_t double_bits(double v) {
-  std::uint64_t b = 0;
-  std::memcpy(&b, &v, sizeof b);
-  return b;
 }
 
 void register_study_properties() {
@@ -84,14 +76,16 @@ void register_study_properties() {
                  });
   }
   // The samplers' transforms (experiments/samplers.hpp) against libm and long double: log_ieee within
-  // 2 ulp of std::log on the uniform draws' grid, near 1 and over the normal range; sincos_turns within
+  // 3 ulp of std::log on the uniform draws' grid, near 1 and over the normal range (log_ieee's own
+  // error: s = f/(2+f) two roundings, 2^-52 relative on the leading 2s, at most 2 ulp, and the last
+  // addition half an ulp; glibc's log within 1 ulp; 3.5 apart at most); sincos_turns within
   // 2^-50 of sin and cos of 2 pi t in long double (64-bit significand) over t in [0, 1), its quadrant
   // edges included. A wrong coefficient, quadrant or exponent step moves them far past these bounds.
   add_property("studies", "samplers/transforms-match-libm", Device::cpu, [](const RunContext& ctx) {
     Tally tally;
     experiments::CounterRng rng(ctx.seed, 0);
     auto ulps = [](double a, double b) {
-      const std::int64_t d = static_cast<std::int64_t>(double_bits(a)) - static_cast<std::int64_t>(double_bits(b));
+      const std::int64_t d = static_cast<std::int64_t>(bits_of(a)) - static_cast<std::int64_t>(bits_of(b));
       return (a < 0) != (b < 0) ? std::int64_t{1} << 62 : (d < 0 ? -d : d);
     };
     for (int i = 0; i < 4 * ctx.cases; ++i) {
@@ -101,7 +95,7 @@ void register_study_properties() {
       if (kind == 2) x = std::ldexp(1.0 + rng.uniform(), static_cast<int>(rng.next() % 2040) - 1020);  // normals
       if (kind == 3) x = std::ldexp(1.0, static_cast<int>(rng.next() % 2040) - 1020);  // powers of two
       const double got = experiments::log_ieee(x), want = std::log(x);
-      if (ulps(got, want) <= 2 || (got == 0 && want == 0)) {
+      if (ulps(got, want) <= 3 || (got == 0 && want == 0)) {
         tally.pass();
       } else {
         std::ostringstream os;
@@ -209,13 +203,13 @@ void register_study_gpu_properties() {
             tally.fail(label + ": " + e);
             continue;
           }
-          bool same = double_bits(got.sum.err2) == double_bits(want.sum.err2) &&
-                      double_bits(got.sum.x2) == double_bits(want.sum.x2) &&
-                      double_bits(got.sum.max_abs_error) == double_bits(want.sum.max_abs_error) &&
+          bool same = bits_of(got.sum.err2) == bits_of(want.sum.err2) &&
+                      bits_of(got.sum.x2) == bits_of(want.sum.x2) &&
+                      bits_of(got.sum.max_abs_error) == bits_of(want.sum.max_abs_error) &&
                       got.sum.clipped == want.sum.clipped && got.sum.clipped_blocks == want.sum.clipped_blocks &&
-                      double_bits(got.sum.crest_sum) == double_bits(want.sum.crest_sum) &&
+                      bits_of(got.sum.crest_sum) == bits_of(want.sum.crest_sum) &&
                       got.sum.crest_blocks == want.sum.crest_blocks &&
-                      double_bits(got.crest_median) == double_bits(want.crest_median);
+                      bits_of(got.crest_median) == bits_of(want.crest_median);
           std::ostringstream os;
           os << label << ": device err2 " << got.sum.err2 << " x2 " << got.sum.x2 << " clipped " << got.sum.clipped
              << " crest median " << got.crest_median << ", cpu err2 " << want.sum.err2 << " x2 " << want.sum.x2
