@@ -355,6 +355,7 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
     err << "kvq bench: " << e << "\n";
     return 2;
   }
+  kernels::fastest_copy_baselines(rows_out);
   std::ostringstream table;
   table << "device: " << device << "\n" << std::left << std::setw(13) << "kernel" << std::setw(24) << "recipe" << std::setw(6)
         << "dtype" << std::right << std::setw(10) << "MB moved" << std::setw(10) << "ms" << std::setw(10) << "GB/s"

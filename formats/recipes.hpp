@@ -412,11 +412,16 @@ KVQ_HD inline float tensor_scale(const Recipe& r, float amax) {
 }
 
 // floor or ceil of log2(x), x >= 0: exact from the bits, or (Recipe::exponent_by_log2) of the
-// engine's rounded log2; x = 0 gives -127 (log2 0 = -inf, clamped).
+// engine's rounded log2; x = 0 gives -127 (log2 0 = -inf, clamped). The rounded FP32 log2 of a normal
+// x = 2^E m whose significand m lies at least 2^-10 from 1 and from 2 has floor E and ceil E + 1, read
+// from the bits without the log2 (an FP64 call on the device; docs/recipes.md "Power-of-two exponents").
 KVQ_HD inline int log2_exponent(const Recipe& r, float x, bool ceil) {
   using namespace recipe_detail;
   if (x == 0.0f) return -127;
   if (!r.exponent_by_log2) return ceil ? ceil_log2(x) : floor_log2(x);
+  const std::uint32_t biased = bits_of(x) >> 23, top = (bits_of(x) >> 13) & 0x3FFu;  // x > 0
+  if (r.scale_dtype == FormatId::fp32 && biased >= 1 && biased <= 254 && top != 0 && top != 0x3FFu)
+    return static_cast<int>(biased) - 127 + (ceil ? 1 : 0);
   const float l = log2_in_scale_dtype(r, x);
   const float e = ceil ? ceilf(l) : floorf(l);
   return e < -127.0f ? -127 : (e > 128.0f ? 128 : static_cast<int>(e));

@@ -123,8 +123,11 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
     fill_kernel<<<prop.multiProcessorCount * 8, 256>>>(dtype, x, count, cols);
     e = status(cudaDeviceSynchronize());
   }
+  double copied = 0;  // the bytes of the last copy_gbps
   auto copy_gbps = [&](double bytes, double* gbps) {  // bytes/2 read + bytes/2 written, at most the input's
-    return copy_rate(copy, x, std::min(static_cast<std::size_t>(bytes), 2 * in_bytes), repeats, gbps);
+    const std::size_t moved = std::min(static_cast<std::size_t>(bytes), 2 * in_bytes);
+    copied = static_cast<double>(moved);
+    return copy_rate(copy, x, moved, repeats, gbps);
   };
   float amax = 0.0f;  // max |x|
   if (e.ok()) {
@@ -132,14 +135,14 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
     e = time_median([&] { return device::amax(dtype, x, count, static_cast<float*>(m), nullptr); }, repeats, &ms);
     if (e.ok()) e = status(cudaMemcpy(&amax, m, sizeof(float), cudaMemcpyDeviceToHost));
     if (e.ok()) e = copy_gbps(2.0 * static_cast<double>(in_bytes), &copy_rate);
-    out->push_back({"amax", "-", name_of(dtype), static_cast<double>(in_bytes), ms, in_bytes / (ms * 1e6), copy_rate});
+    out->push_back({"amax", "-", name_of(dtype), static_cast<double>(in_bytes), ms, in_bytes / (ms * 1e6), copy_rate, copied});
     // The write-only yardstick: cudaMemset of the input's bytes against a copy moving as many
     // bytes (half read, half written). Dequantize to FP32 is ~89% writes (4.56 bytes an element).
     if (e.ok()) e = time_median([&] { return status(cudaMemsetAsync(y, 0x3c, in_bytes)); }, repeats, &ms);
     if (e.ok()) e = copy_gbps(static_cast<double>(in_bytes), &copy_rate);
     if (e.ok())
       out->push_back({"memset", "- (writes only)", name_of(dtype), static_cast<double>(in_bytes), ms, in_bytes / (ms * 1e6),
-                      copy_rate});
+                      copy_rate, copied});
   }
   for (const BenchCase& c : cases) {
     if (!e.ok()) break;
@@ -154,13 +157,13 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
           return device::quantize(s, dtype, x, g, static_cast<std::uint8_t*>(codes), static_cast<std::uint8_t*>(scales), nullptr);
         }, repeats, &ms);
     if (e.ok()) e = copy_gbps(q_bytes, &copy_rate);
-    out->push_back({"quantize", c.recipe_name, name_of(dtype), q_bytes, ms, q_bytes / (ms * 1e6), copy_rate});
+    out->push_back({"quantize", c.recipe_name, name_of(dtype), q_bytes, ms, q_bytes / (ms * 1e6), copy_rate, copied});
     if (!e.ok()) break;
     e = time_median([&] {
           return device::dequantize(s, static_cast<std::uint8_t*>(codes), static_cast<std::uint8_t*>(scales), g, dtype, y, nullptr);
         }, repeats, &ms);
     if (e.ok()) e = copy_gbps(q_bytes, &copy_rate);
-    out->push_back({"dequantize", c.recipe_name, name_of(dtype), q_bytes, ms, q_bytes / (ms * 1e6), copy_rate});
+    out->push_back({"dequantize", c.recipe_name, name_of(dtype), q_bytes, ms, q_bytes / (ms * 1e6), copy_rate, copied});
     if (!e.ok() || dtype != DType::bf16) continue;  // the workspace has no input type: one row per recipe
     const double w_bytes = static_cast<double>(s.code_bytes() + s.scale_bytes() + count);
     e = time_median([&] {
@@ -168,7 +171,7 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
                                          1.0f / 6.0f, static_cast<std::uint8_t*>(y), nullptr);
         }, repeats, &ms);
     if (e.ok()) e = copy_gbps(w_bytes, &copy_rate);
-    out->push_back({"workspace", c.recipe_name, "e4m3", w_bytes, ms, w_bytes / (ms * 1e6), copy_rate});
+    out->push_back({"workspace", c.recipe_name, "e4m3", w_bytes, ms, w_bytes / (ms * 1e6), copy_rate, copied});
   }
   // Paged store (kernels/paged_store.hpp) for the FP8 per-tensor and NVFP4 recipes: K and V are
   // the two halves of x as [T, 8 heads, cols], block_size 16, the blocks in a shuffled order
@@ -211,7 +214,7 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
       if (e.ok()) e = copy_gbps(p_bytes, &copy_rate);
       const char* swizzled = swizzle == ScaleSwizzle::v_only ? "-v" : (swizzle == ScaleSwizzle::k_and_v ? "-kv" : "");
       out->push_back({std::string(order == KvOrder::nhd ? "paged-nhd" : "paged-hnd") + swizzled, c.recipe_name,
-                      name_of(dtype), p_bytes, ms, p_bytes / (ms * 1e6), copy_rate});
+                      name_of(dtype), p_bytes, ms, p_bytes / (ms * 1e6), copy_rate, copied});
       if (!e.ok()) break;
     }
   }
@@ -229,8 +232,12 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
 namespace kvq::kernels {
 namespace {
 
-Status mla_copy_rate(void* dst, const void* src, std::size_t capacity, double bytes, int repeats, double* gbps) {
-  return copy_rate(dst, src, std::min(static_cast<std::size_t>(bytes), 2 * capacity), repeats, gbps);
+// The copy of `bytes` (at most 2 x capacity, which *copied* gets).
+Status mla_copy_rate(void* dst, const void* src, std::size_t capacity, double bytes, int repeats, double* gbps,
+                     double* copied) {
+  const std::size_t moved = std::min(static_cast<std::size_t>(bytes), 2 * capacity);
+  *copied = static_cast<double>(moved);
+  return copy_rate(dst, src, moved, repeats, gbps);
 }
 
 std::vector<std::int32_t> shuffled(std::int64_t n) {  // a fixed permutation (xorshift), no device RNG needed
@@ -270,10 +277,10 @@ Status run_mla_benchmarks(int repeats, std::vector<BenchRow>* out) {
   }
   const auto row = [&](const char* kernel, const char* what, const char* dtype, double bytes, auto launch) {
     if (!e.ok()) return;
-    double ms = 0, copy_rate = 0;
+    double ms = 0, copy_rate = 0, copied = 0;
     e = time_median(launch, repeats, &ms);
-    if (e.ok()) e = mla_copy_rate(copy, x, x_bytes, bytes, repeats, &copy_rate);
-    out->push_back({kernel, what, dtype, bytes, ms, bytes / (ms * 1e6), copy_rate});
+    if (e.ok()) e = mla_copy_rate(copy, x, x_bytes, bytes, repeats, &copy_rate, &copied);
+    out->push_back({kernel, what, dtype, bytes, ms, bytes / (ms * 1e6), copy_rate, copied});
   };
   auto* a8 = static_cast<std::uint8_t*>(a);
   auto* b8 = static_cast<std::uint8_t*>(b);

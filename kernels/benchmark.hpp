@@ -22,7 +22,9 @@ struct BenchRow {
   double bytes = 0;       // bytes read + bytes written
   double median_ms = 0;
   double gbps = 0;        // bytes / median time
-  double copy_gbps = 0;   // copy_rate of the same bytes in this run (read + write)
+  double copy_gbps = 0;   // copy_rate of the same bytes in this run (read + write); fastest_copy_baselines
+                          // then raises it to the fastest copy of about as many bytes
+  double copy_bytes = 0;  // the bytes that copy moved (read + write)
 };
 
 struct BenchCase {
@@ -39,6 +41,21 @@ Status time_median(const std::function<Status()>& launch, int repeats, double* m
 // kernel, each the median of `repeats` timed runs. The first call of a process first runs copies for
 // about 100 ms, so that no row's baseline is timed before the GPU's clocks settle.
 Status copy_rate(void* dst, const void* src, std::size_t bytes, int repeats, double* gbps);
+
+// Sets every row's yardstick, once all rows of a run are in (docs/performance.md "Copy baseline"):
+// the fastest copy measured in the run of about the bytes its own copy moved (within 5%: past L2's
+// size a copy's rate changes by about 1% as its bytes double), its own included. So a row is not
+// held to one copy that ran slow: one pair of buffers copied about 8% slower than another pair of
+// the same size in some processes.
+inline void fastest_copy_baselines(std::vector<BenchRow>& rows) {
+  std::vector<double> best(rows.size(), 0.0);
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    for (const BenchRow& other : rows) {
+      const double apart = other.copy_bytes - rows[i].copy_bytes;
+      if ((apart < 0 ? -apart : apart) <= 0.05 * rows[i].copy_bytes && other.copy_gbps > best[i]) best[i] = other.copy_gbps;
+    }
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i].copy_gbps = best[i];
+}
 
 // Runs every case on a [rows, cols] tensor of `dtype`; success or an error (kernels/status.hpp). The NVFP4 paged rows store
 // with the scale swizzle `paged_swizzle`, their kernel named paged-nhd / paged-hnd, with -v (V

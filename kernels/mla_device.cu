@@ -66,7 +66,9 @@ __global__ void requantize_576_to_656_kernel(std::int64_t slots, std::int64_t bl
 // A warp per token: lane j loads nope chunk j (16 dims) and its partial max, the lanes of a
 // tile combine theirs by xor shuffles (tile / 16 lanes, aligned groups), each lane encodes its
 // chunk under the layout's tile rule (mla_tile_recipe), lane 0 gathers the tile scale words and
-// writes the scale record, lanes 0..7 copy the rope.
+// writes the scale record, lanes 0..7 copy the rope. A warp loads its next token (slot, nope and
+// rope words) before it works on this one, so that a token's loads are in flight during the previous
+// token's work (docs/performance.md "MLA layouts and the NVFP4 paged workspace").
 template <MlaLayoutId L>
 __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const std::int64_t* slot_mapping,
                                 std::int64_t num_tokens, std::uint8_t* cache) {
@@ -77,29 +79,44 @@ __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const s
   static_assert(mla_tile_ignores_nan(r));
   static_assert(mla_nope_chunks(l) <= 32 && mla_rope_chunks(l) <= 32 && 32 % per_tile == 0);
   const int lane = static_cast<int>(threadIdx.x % 32);
+  const bool nope = lane < mla_nope_chunks(l), rope_lane = lane < mla_rope_chunks(l);
   const std::int64_t warps = item_stride() / 32;
-  for (std::int64_t row = first_item() / 32; row < num_tokens; row += warps) {
-    // Every load of the token first (its slot, nope and rope chunks), so that they are in flight
-    // together rather than behind the slot test and the nope stores (docs/performance.md).
-    const std::int64_t slot = slot_mapping[row];
-    const bool nope = lane < mla_nope_chunks(l), rope_lane = lane < mla_rope_chunks(l);
-    float values[kQuantChunk];
-    std::uint32_t rope[4];
-    SpanMax m;  // the tile's max; its rule ignores NaN elements (mla_tile_ignores_nan), so m.nan stays unset
-    if (nope) m.max = mla_load_nope_chunk(l, x, row, lane, values).max;
-    if (rope_lane) mla_load_rope_chunk(l, x, row, lane, rope);
-    if (slot < 0 || slot >= c.slots()) continue;  // the whole warp skips the token
-    KVQ_UNROLL
-    for (int offset = per_tile / 2; offset > 0; offset /= 2)
-      m = combine({__shfl_xor_sync(0xffffffffu, m.max, offset), false}, m);
-    std::uint8_t code = 0;  // the tile's scale code, from the lanes that encode a chunk of it
-    if (nope) code = mla_store_nope_chunk(c, r, values, m, cache, slot, lane);
-    const std::uint32_t word = mla_tile_scale_word_of_code(l, r, m, code);
-    std::uint32_t words[kMlaMaxTiles];
-    KVQ_UNROLL
-    for (int t = 0; t < l.tiles(); ++t) words[t] = __shfl_sync(0xffffffffu, word, t * per_tile);
-    if (lane == 0) mla_store_tile_scales(c, words, cache, slot);
-    if (rope_lane) mla_store_rope_chunk(c, rope, cache, slot, lane);
+  struct TokenLoads {
+    std::int64_t slot = -1;
+    std::uint32_t nope[kQuantChunk / 2] = {};
+    std::uint32_t rope[4] = {};
+  };
+  const auto load = [&](std::int64_t row) {
+    TokenLoads t;
+    t.slot = slot_mapping[row];
+    if (nope) mla_load_nope_words(l, x, row, lane, t.nope);
+    if (rope_lane) mla_load_rope_chunk(l, x, row, lane, t.rope);
+    return t;
+  };
+  std::int64_t row = first_item() / 32;
+  TokenLoads token;
+  if (row < num_tokens) token = load(row);
+  for (; row < num_tokens; row += warps) {
+    TokenLoads next;
+    if (row + warps < num_tokens) next = load(row + warps);
+    const std::int64_t slot = token.slot;
+    if (slot >= 0 && slot < c.slots()) {  // the whole warp takes or skips the token
+      float values[kQuantChunk];
+      SpanMax m;  // the tile's max; its rule ignores NaN elements (mla_tile_ignores_nan), so m.nan stays unset
+      if (nope) m.max = mla_nope_chunk_values(token.nope, values).max;
+      KVQ_UNROLL
+      for (int offset = per_tile / 2; offset > 0; offset /= 2)
+        m = combine({__shfl_xor_sync(0xffffffffu, m.max, offset), false}, m);
+      std::uint8_t code = 0;  // the tile's scale code, from the lanes that encode a chunk of it
+      if (nope) code = mla_store_nope_chunk(c, r, values, m, cache, slot, lane);
+      const std::uint32_t word = mla_tile_scale_word_of_code(l, r, m, code);
+      std::uint32_t words[kMlaMaxTiles];
+      KVQ_UNROLL
+      for (int t = 0; t < l.tiles(); ++t) words[t] = __shfl_sync(0xffffffffu, word, t * per_tile);
+      if (lane == 0) mla_store_tile_scales(c, words, cache, slot);
+      if (rope_lane) mla_store_rope_chunk(c, token.rope, cache, slot, lane);
+    }
+    token = next;
   }
 }
 

@@ -191,10 +191,21 @@ static_assert(kMlaFp8NopeBlockScaleBf16Rope.tile % kQuantChunk == 0 && kMlaModel
 // Loads nope chunk j of token `row` and returns its max |x| (NaN never wins) and whether some
 // element is NaN: the lane-split quantizer's span max (kernels/lane_quantize.hpp), a chunk being a span.
 static_assert(kQuantChunk == kLaneSpan);
+// In two halves, so that a kernel can load a token's chunks a token ahead: the chunk's BF16 pair
+// words, then their values and max.
+KVQ_HD inline void mla_load_nope_words(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
+                                       std::uint32_t* words) {
+  io::load_pair_words<kQuantChunk>(x, row * l.dims() + j * kQuantChunk, words);
+}
+KVQ_HD inline SpanMax mla_nope_chunk_values(const std::uint32_t* words, float* values) {
+  io::unpack_pair_words<kQuantChunk>(DType::bf16, words, values);
+  return span_max(values);
+}
 KVQ_HD inline SpanMax mla_load_nope_chunk(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
                                           float* values) {
-  io::load_values(DType::bf16, x, row * l.dims() + j * kQuantChunk, kQuantChunk, values);
-  return span_max(values);
+  std::uint32_t words[kQuantChunk / 2];
+  mla_load_nope_words(l, x, row, j, words);
+  return mla_nope_chunk_values(words, values);
 }
 
 // The tile's stored scale from its max, by quantize_block's rules (formats/recipes.hpp

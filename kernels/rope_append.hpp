@@ -161,8 +161,8 @@ KVQ_HD inline std::uint8_t quantize_e4m3(float value, float scale) { return e4m3
 // in the input and in the output alike (Q nope; MLA K nope; V except in a paged HND cache) is one flat
 // span of heads * dim elements (head 0): its groups may straddle heads, only its last group is short.
 // A whole group runs compile-time code (registers only; on the device 16-byte loads and FP8 codes
-// converted two per instruction into 16-, 8- or 4-byte stores; a NeoX group in two halves of 4 pairs,
-// for registers); a short group runs element by element (no arrays). Both compute each element with
+// converted two per instruction into 16-, 8- or 4-byte stores; a NeoX group converted in two halves of 4
+// pairs, for registers, its 16-bit halves loaded and stored whole); a short group runs element by element (no arrays). Both compute each element with
 // the same operations, so the bytes do not depend on the split. When every group of a launch is whole
 // and aligned (rope_groups_whole) the kWhole code has neither tails nor alignment tests.
 
@@ -296,7 +296,34 @@ KVQ_HD inline void rotate_group(const RopeShape& s, const GroupSource& src, cons
   const int half = s.rope_dim / 2, p0 = it.first;
   if (s.style == RopeStyle::neox) {
     if constexpr (kN > 0) {
-      constexpr int kSub = kN / 2;  // pairs at a time: the second half's loads follow the first's stores
+      constexpr int kSub = kN / 2;  // pairs converted at a time (registers)
+      if (s.input != DType::fp32) {
+        // 16-bit input: each half's kN values in one 16-byte load and its kN codes in one 8-byte
+        // store, so that a warp's loads and stores are contiguous across its lanes (the halves of
+        // kSub pairs left every access a lane stride of twice its width: docs/performance.md).
+        std::uint32_t lo_words[kN / 2], hi_words[kN / 2], lo_codes[kN / 4], hi_codes[kN / 4];
+        io::load_pair_words<kN, kAligned>(src.src, p0, lo_words);
+        io::load_pair_words<kN, kAligned>(src.src, half + p0, hi_words);
+        KVQ_UNROLL
+        for (int q = 0; q < kN; q += kSub) {
+          float lo[kSub], hi[kSub], c[kSub], sn[kSub], y_lo[kSub], y_hi[kSub];
+          io::unpack_pair_words<kSub>(s.input, lo_words + q / 2, lo);
+          io::unpack_pair_words<kSub>(s.input, hi_words + q / 2, hi);
+          io::load_readonly_floats<kAligned>(cos_sin + p0 + q, kSub, c);
+          io::load_readonly_floats<kAligned>(cos_sin + half + p0 + q, kSub, sn);
+          KVQ_UNROLL
+          for (int i = 0; i < kSub; ++i) {
+            y_lo[i] = mul_rn(rope_rotate(lo[i], hi[i], c[i], sn[i], true), src.scale);
+            y_hi[i] = mul_rn(rope_rotate(hi[i], lo[i], c[i], sn[i], false), src.scale);
+          }
+          static_assert(kSub == 4);
+          lo_codes[q / kSub] = e4m3x4_satfinite_fast(y_lo);
+          hi_codes[q / kSub] = e4m3x4_satfinite_fast(y_hi);
+        }
+        io::store_words<true, kAligned ? 8 : 1>(out + p0, lo_codes, kN / 4);
+        io::store_words<true, kAligned ? 8 : 1>(out + half + p0, hi_codes, kN / 4);
+        return;
+      }
       KVQ_UNROLL
       for (int q0 = p0; q0 < p0 + kN; q0 += kSub) {
         float lo[kSub], hi[kSub], c[kSub], sn[kSub], y_lo[kSub], y_hi[kSub];
@@ -411,8 +438,8 @@ KVQ_HD inline bool token_target(const RopeShape& s, const RopeInputs& in, const 
   return true;
 }
 
-// True when every group is whole and its vector loads and stores aligned (NeoX half-group codes: 4
-// bytes): rope_dim and head_dim multiples of 32 (so nope_dim too: whole plain groups) and every buffer
+// True when every group is whole and its vector loads and stores aligned (NeoX half codes: 8 bytes,
+// FP32 input 4): rope_dim and head_dim multiples of 32 (so nope_dim too: whole plain groups) and every buffer
 // 16-byte aligned. The kernels and the CPU twins then run the kWhole code: no tail groups, no
 // alignment tests.
 inline bool rope_groups_whole(const RopeShape& s, std::initializer_list<const void*> buffers) {

@@ -72,7 +72,8 @@ Status bench_one(const RopeShape& s, int repeats, std::vector<BenchRow>* out) {
   auto row = [&](const char* kernel, double bytes, const std::function<Status()>& launch) {
     double ms = 0;
     if (e.ok()) e = time_median(launch, repeats, &ms);
-    if (e.ok()) out->push_back({kernel, label, name_of(s.input), bytes, ms, bytes / (ms * 1e6), copy_gbps});
+    if (e.ok())
+      out->push_back({kernel, label, name_of(s.input), bytes, ms, bytes / (ms * 1e6), copy_gbps, 2.0 * static_cast<double>(copy_bytes)});
   };
   row("rope-fused", moved.fused, [&] { return device::rope_append(s, in, q, cache, t, nullptr); });
   if (s.layout == KvLayout::nhd)  // contiguous output: an HND shape's row would time the same kernel again

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <ostream>
 #include <sstream>
+#include <tuple>
+#include <vector>
 
 #include "formats/float_bits.hpp"
 #include "formats/recipe_names.hpp"
@@ -138,6 +140,34 @@ void register_recipe_properties() {
         RC_ASSERT(model != model);
       } else {
         RC_ASSERT(hex_code(kFP32, bits_of(model)) == hex_code(kFP32, oracle::fp32_bits(exact)));
+      }
+    });
+  });
+  // log2_exponent reads floor and ceil of the rounded FP32 log2 from the bits where the significand
+  // lies 2^-10 or more from 1 and 2 (docs/recipes.md "Power-of-two exponents"): against floor and
+  // ceil of log2_fp32 itself, on inputs anywhere, and on either side of the 2^-10 bounds.
+  add_property("recipes", "log2-exponent/bits-equal-log2", Device::cpu, [](const RunContext& ctx) {
+    const auto anywhere = rc::gen::inRange<std::uint32_t>(1, 0x7F800000u);
+    const auto near_bounds = rc::gen::map(
+        rc::gen::tuple(rc::gen::inRange<std::uint32_t>(0, 256), rc::gen::elementOf(std::vector<std::uint32_t>{0, 1, 0x3FE, 0x3FF}),
+                       rc::gen::inRange<std::uint32_t>(0, 1u << 13)),
+        [](const std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>& t) {
+          const auto [biased, top, low] = t;
+          return std::max<std::uint32_t>(1, std::min<std::uint32_t>((biased << 23) | (top << 13) | low, 0x7F7FFFFFu));
+        });
+    const auto inputs = rc::gen::weightedOneOf<std::uint32_t>({{1, anywhere}, {1, near_bounds}});
+    return check_random(ctx, [&] {
+      const std::uint32_t bits = *inputs;
+      const float x = float_from_bits(bits);
+      for (const char* name : {"blockfp4-e8m0-ceil", "mxfp4-modelopt", "mla-model1-tile64"}) {
+        const Recipe r = recipe_from_name(name)->recipe;
+        RC_ASSERT(r.exponent_by_log2 && r.scale_dtype == FormatId::fp32);
+        const float l = recipe_detail::log2_fp32(x);
+        for (const bool ceil : {false, true}) {
+          const float e = ceil ? std::ceil(l) : std::floor(l);
+          const int expected = e < -127.0f ? -127 : (e > 128.0f ? 128 : static_cast<int>(e));
+          RC_ASSERT(log2_exponent(r, x, ceil) == expected);
+        }
       }
     });
   });

@@ -99,6 +99,7 @@ TEST_CASE("cli: table lists every code") {
 
 #include "cli/npy.hpp"
 #include "formats/recipe_names.hpp"
+#include "kernels/benchmark.hpp"
 #include "kernels/quantize.hpp"
 
 TEST_CASE("cli: quant and dequant exchange .npy files and match the CPU twin") {
@@ -202,4 +203,22 @@ TEST_CASE("cli: kvq bench rejects bad arguments before touching a GPU, and names
   CHECK(no_rounds.status == 2);
   CHECK(no_rounds.err.find("--peer-rounds") != std::string::npos);
   CHECK(no_rounds.out.empty());
+}
+
+// kvq bench's yardstick: each row gets the fastest copy of about its copy's bytes (within 5%) measured
+// in the run, its own included: never a slower one, never one of other bytes.
+TEST_CASE("cli: kvq bench holds each row to the fastest copy of about its bytes") {
+  std::vector<kvq::kernels::BenchRow> rows = {{"a", "-", "bf16", 300e6, 1, 0, 2700, 310e6},
+                                              {"b", "-", "bf16", 300e6, 1, 0, 2930, 310e6},
+                                              {"c", "-", "bf16", 60e6, 1, 0, 2700, 310e6},   // an append row: its shape's copy
+                                              {"d", "-", "bf16", 300e6, 1, 0, 2800, 320e6},  // 3% more bytes
+                                              {"e", "-", "bf16", 900e6, 1, 0, 3000, 900e6},
+                                              {"f", "-", "bf16", 200e6, 1, 0, 2880, 200e6}};
+  kvq::kernels::fastest_copy_baselines(rows);
+  CHECK(rows[0].copy_gbps == 2930);  // the slow copy replaced by another of the same bytes
+  CHECK(rows[1].copy_gbps == 2930);
+  CHECK(rows[2].copy_gbps == 2930);
+  CHECK(rows[3].copy_gbps == 2930);
+  CHECK(rows[4].copy_gbps == 3000);  // no other copy of its bytes: its own
+  CHECK(rows[5].copy_gbps == 2880);  // not the larger copies' faster rate
 }
