@@ -193,6 +193,19 @@ KVQ_HD inline std::uint16_t e4m3x2_of_products(float a0, float b0, float a1, flo
 #endif
 }
 
+// The exact product a * b rounded ONCE to BF16 (RNE, IEEE overflow); a, b finite. Device: the product
+// rounded to odd in FP32 as in e4m3x2_of_products (FP32 keeps 16 bits more than BF16 at every
+// exponent, subnormals included, so the odd last bit stands for all dropped bits; past FP32 max the
+// odd FLT_MAX rounds to inf), then RNE to BF16. Host: the exact FP64 product (bf16_rne_from_double).
+KVQ_HD inline std::uint16_t bf16_rne_of_product(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return bf16_rne_fast(__uint_as_float(
+      round_to_odd_bits(__float_as_uint(__fmul_rz(a, b)), __float_as_uint(__fmul_ru(fabsf(a), fabsf(b))))));
+#else
+  return bf16_rne_from_double(static_cast<double>(a) * static_cast<double>(b));
+#endif
+}
+
 // Eight codes of a word -> eight workspace E4M3 codes of a NaN-free span, as two little-endian words
 // (elements 0-3, 4-7).
 KVQ_HD inline void nibble_word_e4m3(std::uint32_t w, int mag_shift, const NibbleScaling& k, std::uint32_t* out) {

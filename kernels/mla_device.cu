@@ -50,16 +50,36 @@ __device__ inline void batched_items(std::int64_t total, const Load& load, const
   batched_range(first_item(), total, item_stride(), load, store);
 }
 
+// Item k of kPerSlot items a slot: its slot k / kPerSlot and index k % kPerSlot: a shift and a mask
+// for a power of two, else in 32 bits where k fits (a 64-bit division by a constant is a longer
+// multiply-high sequence; docs/performance.md "MLA layouts and the NVFP4 paged workspace").
+struct SlotItem {
+  std::int64_t slot = 0;
+  int index = 0;
+};
+template <int kPerSlot>
+__device__ inline SlotItem slot_item(std::int64_t k) {
+  const auto u = static_cast<std::uint64_t>(k);  // k >= 0
+  if constexpr ((kPerSlot & (kPerSlot - 1)) == 0)
+    return {static_cast<std::int64_t>(u / kPerSlot), static_cast<int>(u % kPerSlot)};
+  if ((u >> 32) == 0) {
+    const auto k32 = static_cast<std::uint32_t>(k);
+    return {static_cast<std::int64_t>(k32 / kPerSlot), static_cast<int>(k32 % kPerSlot)};
+  }
+  return {k / kPerSlot, static_cast<int>(k % kPerSlot)};
+}
+
 __global__ void requantize_576_to_656_kernel(std::int64_t slots, std::int64_t block_size, const std::uint8_t* src,
                                              float k_scale, KScale mode, std::uint8_t* dst) {
   batched_items(
       slots * kRequantChunks,
       [&](std::int64_t k) {
-        return requantize_576_to_656_load(block_size, src, k / kRequantChunks, static_cast<int>(k % kRequantChunks));
+        const SlotItem it = slot_item<kRequantChunks>(k);
+        return requantize_576_to_656_load(block_size, src, it.slot, it.index);
       },
       [&](std::int64_t k, const MlaChunkWords& words) {
-        requantize_576_to_656_store(block_size, words, k_scale, mode, dst, k / kRequantChunks,
-                                    static_cast<int>(k % kRequantChunks));
+        const SlotItem it = slot_item<kRequantChunks>(k);
+        requantize_576_to_656_store(block_size, words, k_scale, mode, dst, it.slot, it.index);
       });
 }
 
@@ -126,8 +146,14 @@ __global__ void dequantize_kernel(MlaCacheShape c, const std::uint8_t* cache, fl
   constexpr int spans = mla_dequantize_spans(mla_layout(L));
   batched_items(
       c.slots() * spans,
-      [&](std::int64_t k) { return mla_load_span(c, cache, k_scale, k / spans, static_cast<int>(k % spans)); },
-      [&](std::int64_t k, const MlaSpanBytes& b) { mla_store_span(c, b, T, y, k / spans, static_cast<int>(k % spans)); });
+      [&](std::int64_t k) {
+        const SlotItem it = slot_item<spans>(k);
+        return mla_load_span(c, cache, k_scale, it.slot, it.index);
+      },
+      [&](std::int64_t k, const MlaSpanBytes& b) {
+        const SlotItem it = slot_item<spans>(k);
+        mla_store_span(c, b, T, y, it.slot, it.index);
+      });
 }
 
 // Blocks of CTAs walk the page sides, the threads of a CTA the 16-element blocks of one side

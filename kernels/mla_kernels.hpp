@@ -159,7 +159,7 @@ KVQ_HD inline void requantize_576_to_656_store(std::int64_t block_size, const Ml
       const float v = e4m3_value_fast(static_cast<std::uint8_t>(loaded[i / 4] >> (8 * (i % 4))));
       std::uint16_t r = kBf16Nan;
       if (v == v) r = mode == KScale::drop ? bf16_rne_fast(v)  // exact: every E4M3 value is a BF16 value
-                                           : bf16_rne_from_double(static_cast<double>(v) * k_scale);
+                                           : bf16_rne_of_product(v, k_scale);
       if (i % 2 == 0) words[i / 2] = r;
       else words[i / 2] |= std::uint32_t{r} << 16;
     }
