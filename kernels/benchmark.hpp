@@ -44,9 +44,9 @@ Status copy_rate(void* dst, const void* src, std::size_t bytes, int repeats, dou
 
 // Sets every row's yardstick, once all rows of a run are in (docs/performance.md "Copy baseline"):
 // the fastest copy measured in the run of about the bytes its own copy moved (within 5%: past L2's
-// size a copy's rate changes by about 1% as its bytes double), its own included. So a row is not
-// held to one copy that ran slow: one pair of buffers copied about 8% slower than another pair of
-// the same size in some processes.
+// size a copy's rate changes by about 1% as its bytes double), its own included, so that a row is
+// not held to one copy that ran slow (one pair of buffers can copy slower than another pair of the
+// same size).
 inline void fastest_copy_baselines(std::vector<BenchRow>& rows) {
   std::vector<double> best(rows.size(), 0.0);
   for (std::size_t i = 0; i < rows.size(); ++i)

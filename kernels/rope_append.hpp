@@ -161,10 +161,11 @@ KVQ_HD inline std::uint8_t quantize_e4m3(float value, float scale) { return e4m3
 // in the input and in the output alike (Q nope; MLA K nope; V except in a paged HND cache) is one flat
 // span of heads * dim elements (head 0): its groups may straddle heads, only its last group is short.
 // A whole group runs compile-time code (registers only; on the device 16-byte loads and FP8 codes
-// converted two per instruction into 16-, 8- or 4-byte stores; a NeoX group converted in two halves of 4
-// pairs, for registers, its 16-bit halves loaded and stored whole); a short group runs element by element (no arrays). Both compute each element with
-// the same operations, so the bytes do not depend on the split. When every group of a launch is whole
-// and aligned (rope_groups_whole) the kWhole code has neither tails nor alignment tests.
+// converted two per instruction into 16-, 8- or 4-byte stores; a NeoX group converted in two halves
+// of 4 pairs, for registers, its 16-bit halves loaded and stored whole); a short group runs element
+// by element (no arrays). Both compute each element with the same operations, so the bytes do not
+// depend on the split. When every group of a launch is whole and aligned (rope_groups_whole) the
+// kWhole code has neither tails nor alignment tests.
 
 inline constexpr int kRopeQuantSpan = 32;  // elements of a nope / V group: two 16-byte FP8 stores
 inline constexpr int kRopePairs = 8;       // rotation pairs of a rope group: 16 elements
@@ -439,9 +440,9 @@ KVQ_HD inline bool token_target(const RopeShape& s, const RopeInputs& in, const 
 }
 
 // True when every group is whole and its vector loads and stores aligned (NeoX half codes: 8 bytes,
-// FP32 input 4): rope_dim and head_dim multiples of 32 (so nope_dim too: whole plain groups) and every buffer
-// 16-byte aligned. The kernels and the CPU twins then run the kWhole code: no tail groups, no
-// alignment tests.
+// FP32 input 4): rope_dim and head_dim multiples of 32 (so nope_dim too: whole plain groups) and
+// every buffer 16-byte aligned. The kernels and the CPU twins then run the kWhole code: no tail
+// groups, no alignment tests.
 inline bool rope_groups_whole(const RopeShape& s, std::initializer_list<const void*> buffers) {
   if (s.rope_dim % kRopeQuantSpan != 0 || s.head_dim % kRopeQuantSpan != 0) return false;
   for (const void* b : buffers)
