@@ -43,9 +43,31 @@ KVQ_HD inline CodeTerms code_terms(float g, float rg, int code) {
 struct CodeTable {
   CodeTerms at[kE4m3Codes];
 };
-inline CodeTable code_table(float g) {
+
+// The four-over-six package's rules (TwoLevel::amax_encode and four_over_six_amax, whose tensor
+// parameter g is amax itself): their plans (recipe_detail::amax_encode_plan) derive from amax and a
+// code the multiplier by = 1/(dec * sf), dec = RN(1/enc), enc = RN(D/amax), and their error
+// estimate the square s2 = RN(RN(dec * sf)^2) (docs/recipes.md "Fast routes"). A table of these
+// takes the place of code_terms' for those rules (recipe_code_terms).
+KVQ_HD constexpr bool fouroversix_package_rule(const Recipe& r) {
+  return r.scale == BlockScale::e4m3_two_level &&
+         (r.two_level == TwoLevel::amax_encode || r.two_level == TwoLevel::four_over_six_amax);
+}
+// The package's divisors D whose lean plans hold (packed_detail::amax_lean_scale): within [1, 2^20].
+KVQ_HD constexpr bool lean_tensor_divisor(const Recipe& r) { return r.tensor_divisor >= 1.0f && r.tensor_divisor <= 0x1p20f; }
+KVQ_HD inline CodeTerms amax_code_terms(float dec, int code) {
+  const float s = dec * e4m3_value_fast(static_cast<std::uint8_t>(code));
+  return {1.0f / s, s * s};
+}
+// Entry `code` of the table of recipe r's plans for tensor parameter g (rg = 1/g): the package's
+// rules' amax_code_terms, every other rule's code_terms.
+KVQ_HD inline CodeTerms recipe_code_terms(const Recipe& r, float g, float rg, int code) {
+  if (fouroversix_package_rule(r)) return amax_code_terms(1.0f / (r.tensor_divisor / g), code);
+  return code_terms(g, rg, code);
+}
+inline CodeTable code_table(const Recipe& r, float g) {
   CodeTable t;
-  for (int c = 0; c < kE4m3Codes; ++c) t.at[c] = code_terms(g, 1.0f / g, c);
+  for (int c = 0; c < kE4m3Codes; ++c) t.at[c] = recipe_code_terms(r, g, 1.0f / g, c);
   return t;
 }
 
@@ -320,12 +342,31 @@ KVQ_HD inline float squared_error_of_words(const float* x, const std::uint32_t* 
   return sum;
 }
 
+// The exact FP32 squared error of a candidate's words with block scale sf under the four-over-six
+// package's rules: the operations and order of recipe_detail::amax_squared_error. As
+// squared_error_of_words, magnitudes give the same squares: the package's value f has x's sign, or
+// is +-0, whose term is x^2 either way.
+template <int kN>
+KVQ_HD inline float amax_squared_error_of_words(const Recipe& r, const float* x, const std::uint32_t* words, float sf,
+                                                float amax) {
+  float terms[kN];
+  KVQ_UNROLL
+  for (int i = 0; i < kN; ++i) {
+    const float v = float_from_bits(tiny_of_nibble(words[i / 8], i % 8)) * kTinyToE2m1;
+    terms[i] = recipe_detail::amax_error_term(r, amax, fabsf(x[i]), sf, v);
+  }
+  return recipe_detail::torch_row_sum(terms, kN);
+}
+
 // A candidate's exact FP32 squared error err (two_level_squared_error) lies within `bound` of
 // `value` = E * S^2, from its scaled error E (encode_words_with_error), for blocks of
 // n <= 32 elements with |q| < 7, multiplier y = RN(RN(1/g)/sf), S = RN(sf * g) and s2 = RN(S * S)
 // in [2^-100, 2^100] (S within about [2^-50, 2^50]).
 // The derivation (docs/recipes.md, 4over6): |err - E S^2| <= S^2 u (72 E + 69 sqrt(n E) + n/4096),
 // u = 2^-24; sqrt(n E) <= 16 E + n/64 (AM-GM), and the bound below has twice that with FP32 slack.
+// The four-over-six package's error (amax_squared_error, y = by and s2 of amax_code_terms: S =
+// sf * amax / D) lies within S^2 u (75 E + 95 sqrt(n E) + n/4096) of E S^2 (docs/recipes.md), which
+// the same bound holds with less slack.
 struct ErrorEstimate {
   float value, bound;
 };
@@ -368,8 +409,10 @@ struct FourOverSixPlans {
 // Small blocks whose scales allow it decide on the error estimates where they differ by more than
 // their bounds (the usual case: a few instructions an element fewer than the exact errors), the
 // others on the exact FP32 errors, computed from the words (the codes are the same either way).
+// The exact errors are the rule's: four_over_six's (squared_error_of_words), or the four-over-six
+// package's (amax_squared_error_of_words; g is amax).
 template <int kN, bool kSmall>
-KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, const std::uint32_t* signs, float g,
+KVQ_HD inline std::uint8_t pick_four_over_six(const Recipe& r, const float* x, const std::uint32_t* signs, float g,
                                               const FourOverSixPlans& p, std::uint32_t* words) {
   const BlockPlan &six = p.six, &four = p.four;
   std::uint32_t six_words[kN / 8];
@@ -384,7 +427,9 @@ KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, const std::uint32_
   }
   if (!certain) {
     const float sf6 = e4m3_value_fast(six.scale_code), sf4 = e4m3_value_fast(four.scale_code);
-    four_wins = squared_error_of_words<kN>(x, words, sf4, g) < squared_error_of_words<kN>(x, six_words, sf6, g);
+    four_wins = fouroversix_package_rule(r)
+                    ? amax_squared_error_of_words<kN>(r, x, words, sf4, g) < amax_squared_error_of_words<kN>(r, x, six_words, sf6, g)
+                    : squared_error_of_words<kN>(x, words, sf4, g) < squared_error_of_words<kN>(x, six_words, sf6, g);
   }
   if (four_wins) return four.scale_code;
   KVQ_UNROLL
@@ -399,6 +444,86 @@ KVQ_HD inline std::uint8_t pick_four_over_six(const float* x, const std::uint32_
 KVQ_HD inline bool packable(const BlockPlan& p) {
   return (p.op == ElementOp::multiply && (bits_of(p.by) >> 31) == 0u && p.by <= kFp32Max) ||
          (p.op == ElementOp::divide && p.by >= kDivideByReciprocalMin && p.by <= kDivideByReciprocalMax);
+}
+
+// For a cast that writes +0 for v = +-0 (casts_zero_unsigned): the sign nibbles of the elements
+// whose value is 0 cleared. Under a zero plan (x * 0) that is every element; else the elements
+// x = +-0, where every nonzero x gives v != 0: the block's smallest nonzero |x| gives
+// |v| >= 2^-126, and rounding is monotonic. False where it does not (a block spanning more than
+// 2^126 or so): the caller runs quantize_block.
+template <int kN>
+KVQ_HD inline bool clear_zero_signs(const float* x, const BlockPlan& p, std::uint32_t* signs) {
+  if (p.op == ElementOp::multiply && p.by == 0.0f) {
+    KVQ_UNROLL
+    for (int w = 0; w < kN / 8; ++w) signs[w] = 0;
+    return true;
+  }
+  std::uint32_t least = 0xFFFFFFFFu;  // the smallest nonzero magnitude's bits - 1 (a zero wraps)
+  KVQ_UNROLL
+  for (int w = 0; w < kN / 8; ++w) {
+    KVQ_UNROLL
+    for (int k = 0; k < 8; ++k) {
+      const std::uint32_t a = bits_of(x[8 * w + k]) & 0x7fffffffu;
+      least = a - 1u < least ? a - 1u : least;
+      signs[w] &= ~(static_cast<std::uint32_t>(a == 0u) << (4 * k + 3));
+    }
+  }
+  if (least == 0xFFFFFFFFu) return true;  // every element zero
+  const float smallest = float_from_bits(least + 1u);
+  return (p.op == ElementOp::divide ? smallest / p.by : smallest * p.by) >= 0x1p-126f;
+}
+
+// The paired unsigned minimum of two words' 16-bit halves (PTX min.u16x2, sm_90).
+KVQ_HD inline std::uint32_t min_u16x2(std::uint32_t a, std::uint32_t b) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t r;
+  asm("min.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  return r;
+#else
+  const std::uint32_t lo = (a & 0xffffu) < (b & 0xffffu) ? a & 0xffffu : b & 0xffffu;
+  const std::uint32_t hi = (a >> 16) < (b >> 16) ? a >> 16 : b >> 16;
+  return lo | (hi << 16);
+#endif
+}
+
+// clear_zero_signs for BF16 or FP16 values from their pair words (kPairs; element 2i in the low half
+// of pairs[i]), with the same signs and result: each half's magnitude bits m less one, where a zero
+// wraps to 0xFFFF, ((m | 0x8000) - 1) ^ 0x8000 in 32-bit arithmetic (no borrow crosses a half);
+// only a zero's has its top bit set, and bits 15 and 31 are what sign_nibbles_pairs reads, so those
+// nibbles clear the zeros' signs; a paired minimum finds the smallest nonzero magnitude (the
+// magnitude bits of either type order as the values). Fewer instructions than the unpacked values'.
+template <int kN, PairWords kPairs>
+KVQ_HD inline bool clear_zero_signs_of_pairs(const std::uint32_t* pairs, const BlockPlan& p, std::uint32_t* signs) {
+  static_assert(kPairs != PairWords::none);
+  if (p.op == ElementOp::multiply && p.by == 0.0f) {
+    KVQ_UNROLL
+    for (int w = 0; w < kN / 8; ++w) signs[w] = 0;
+    return true;
+  }
+  std::uint32_t less[kN / 2];
+  std::uint32_t least = 0xFFFFFFFFu;
+  KVQ_UNROLL
+  for (int i = 0; i < kN / 2; ++i) {
+    less[i] = (((pairs[i] & 0x7fff7fffu) | 0x80008000u) - 0x00010001u) ^ 0x80008000u;
+    least = min_u16x2(least, less[i]);
+  }
+  KVQ_UNROLL
+  for (int w = 0; w < kN / 8; ++w) signs[w] &= ~sign_nibbles_pairs(less + 4 * w);
+  const std::uint32_t lo = least & 0xffffu, hi = least >> 16, m = lo < hi ? lo : hi;
+  if (m == 0xffffu) return true;  // every element zero
+  const float smallest = kPairs == PairWords::bf16 ? float_from_bits((m + 1u) << 16)
+                                                   : fp16_value(static_cast<std::uint16_t>(m + 1u));
+  return (p.op == ElementOp::divide ? smallest / p.by : smallest * p.by) >= 0x1p-126f;
+}
+// clear_zero_signs from the pair words where the caller has them (kPairs), else from the values.
+template <int kN, PairWords kPairs>
+KVQ_HD inline bool clear_zero_signs_of(const float* x, const std::uint32_t* pairs, const BlockPlan& p,
+                                       std::uint32_t* signs) {
+  if constexpr (kPairs != PairWords::none) {
+    return clear_zero_signs_of_pairs<kN, kPairs>(pairs, p, signs);
+  } else {
+    return clear_zero_signs<kN>(x, p, signs);
+  }
 }
 
 // Whether two_level_plan_lean gives a block with max |x| = bmax its plan: a lean g, and bmax 0
@@ -519,8 +644,8 @@ KVQ_HD inline bool four_over_six_words(const Recipe& r, const GlobalTerms& t, co
   }
   // |q| <= |bmax * y| for every element (rounding is monotonic): usually about 6 and 4.
   const bool small = fabsf(bmax * six.by) < 7.0f && fabsf(bmax * four.by) <= 4.5f;
-  *scale = small ? pick_four_over_six<kN, true>(x, signs, t.g, p, words)
-                 : pick_four_over_six<kN, false>(x, signs, t.g, p, words);
+  *scale = small ? pick_four_over_six<kN, true>(r, x, signs, t.g, p, words)
+                 : pick_four_over_six<kN, false>(r, x, signs, t.g, p, words);
   return true;
 }
 
@@ -537,7 +662,63 @@ KVQ_HD inline bool four_over_six_usual(const Recipe& r, const GlobalTerms& t, co
   const FourOverSixPlans p = four_over_six_lean_plans(r, t, bmax);
   // |q| <= bmax * y for every element (rounding is monotonic; y > 0): usually about 6 and 4.
   if (!(p.fast && bmax * p.six.by < 7.0f && bmax * p.four.by <= 4.5f)) return false;
-  *scale = pick_four_over_six<kN, true>(x, signs, t.g, p, words);
+  *scale = pick_four_over_six<kN, true>(r, x, signs, t.g, p, words);
+  return true;
+}
+
+// The four-over-six package's cast of a block scale to E4M3 (RNE, no saturation: 0x7F, NaN, from
+// 464 up, whose tie rounds to 448's even code) equals the satfinite cast below this.
+inline constexpr float kE4m3UnsaturatedBelow = 464.0f;
+
+// The package's block scale s = (bmax / 6) * enc, enc = D / amax (recipe_detail::amax_encode_plan),
+// for a lean g = amax and a lean_block bmax: both quotients by reciprocal, the IEEE ones (D / amax
+// as lean_scale's quotients by g: Markstein's theorem, for lean_tensor_divisor).
+KVQ_HD inline float amax_lean_scale(const Recipe& r, const GlobalTerms& t, float bmax) {
+  return lean_over_divisor(bmax, element_max(r)) * divide_by_reciprocal(r.tensor_divisor, t.g, t.rg);
+}
+
+// The package's one-candidate plan (TwoLevel::amax_encode, recipe_detail::amax_encode_plan) for a
+// lean_block, from amax_lean_scale and g's table (amax_code_terms); false where the unsaturated cast
+// may differ (s from kE4m3UnsaturatedBelow up): the caller takes the rule's own plan.
+KVQ_HD inline bool amax_encode_plan_lean(const Recipe& r, const GlobalTerms& t, float bmax, BlockPlan* plan) {
+  const float s = amax_lean_scale(r, t, bmax);
+  if (!(s < kE4m3UnsaturatedBelow)) return false;
+  const std::uint8_t code = e4m3_satfinite_fast(s);
+  *plan = {code, ElementOp::multiply, code == 0 ? 0.0f : t.codes[code].by};  // a zero scale: +0 elements
+  return true;
+}
+
+// Both plans of the package's two-candidate rule (TwoLevel::four_over_six_amax): s6 =
+// amax_lean_scale, s4 = s6 * 1.5, one paired conversion, the table's multipliers and squares
+// (amax_code_terms), for a g with its table, computed for any bmax without a branch. fast: they are
+// the rule's plans and both squares are estimable: bmax lean, s4 below kE4m3UnsaturatedBelow (so
+// is s6), and the /6 code not 0 (nor then the /4 one: every step from s6 to s4's code is monotonic).
+KVQ_HD inline FourOverSixPlans amax_lean_plans(const Recipe& r, const GlobalTerms& t, float bmax) {
+  const float s6 = amax_lean_scale(r, t, bmax), s4 = s6 * 1.5f;
+  const std::uint16_t codes = e4m3x2_satfinite_fast(s6, s4);
+  const auto c6 = static_cast<std::uint8_t>(codes & 0x7F), c4 = static_cast<std::uint8_t>((codes >> 8) & 0x7F);
+  const CodeTerms six = t.codes[c6], four = t.codes[c4];
+  const bool fast = bmax >= kLeanScaleMin && bmax <= kLeanScaleMax && s4 < kE4m3UnsaturatedBelow && c6 != 0 &&
+                    estimable(six.s2) && estimable(four.s2);
+  return {{c6, ElementOp::multiply, six.by}, {c4, ElementOp::multiply, four.by}, six.s2, four.s2, fast};
+}
+
+// The package's two-candidate rule (recipe_detail::quantize_two_level_amax) on the usual block, in
+// one test: a lean amax with its table, amax_lean_plans fast, both candidates small (|q| < 7 and
+// <= 4.5, where the package's rounding is the half-to-even cast: e2m1_by_rounding_value), and the
+// zero inputs' signs cleared (clear_zero_signs_of with the /4 plan's smaller multiplier: no nonzero x
+// gives a zero value under either). There pick_four_over_six<kN, true> computes what the package
+// does, the estimates' bound holding for its error (estimate_error). False: the caller decides.
+template <int kN, PairWords kPairs>
+KVQ_HD inline bool four_over_six_amax_usual(const Recipe& r, const GlobalTerms& t, const float* x,
+                                            const std::uint32_t* pairs, std::uint32_t* signs, float bmax,
+                                            std::uint32_t* words, std::uint8_t* scale) {
+  if (!t.lean) return false;
+  const FourOverSixPlans p = amax_lean_plans(r, t, bmax);
+  if (!(p.fast && bmax * p.six.by < 7.0f && bmax * p.four.by <= 4.5f &&
+        clear_zero_signs_of<kN, kPairs>(x, pairs, p.four, signs)))
+    return false;
+  *scale = pick_four_over_six<kN, true>(r, x, signs, t.g, p, words);
   return true;
 }
 
@@ -553,10 +734,13 @@ enum class PackedRoute : std::uint8_t {
   plan,                 // a finite block, one plan by IEEE division (two_level_plan, plan_block)
   variant_lean_plan,    // an engine variant's finite block (has_packed_variant_form), lean: two_level_plan_lean
   variant_plan,         // another finite block of such a variant: its rule's plan (variant_plan)
+  four_over_six_amax_usual,  // the four-over-six package's two-candidate rule on its usual block
+                             // (packed_detail::four_over_six_amax_usual)
   quantize_block,       // quantize_block itself: no fast form, a NaN or inf block, or an unpackable plan
 };
-inline constexpr const char* kPackedRouteNames[] = {"four_over_six_usual", "four_over_six_words", "lean_plan", "plan",
-                                                    "variant_lean_plan", "variant_plan", "quantize_block"};
+inline constexpr const char* kPackedRouteNames[] = {"four_over_six_usual", "four_over_six_words", "lean_plan",
+                                                    "plan",                "variant_lean_plan",   "variant_plan",
+                                                    "four_over_six_amax_usual", "quantize_block"};
 inline const char* name_of(PackedRoute route) { return kPackedRouteNames[static_cast<int>(route)]; }
 
 // Whether quantize_block_packed has a fast form for the recipe's elements (else it runs
@@ -603,7 +787,30 @@ KVQ_HD inline BlockPlan variant_plan(const Recipe& r, float g, float m) {
   return recipe_detail::two_level_plan(r, g, m, element_max(r));
 }
 
+// The four-over-six package's two-candidate rule (TwoLevel::four_over_six_amax, its own rounding
+// e2m1_by_rounding), whose usual blocks quantize_block_packed packs
+// (PackedRoute::four_over_six_amax_usual), with a lean_tensor_divisor.
+KVQ_HD constexpr bool has_packed_four_over_six_amax_form(const Recipe& r) {
+  return r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six_amax &&
+         r.element == FormatId::e2m1 && r.element_cast == ElementCast::e2m1_by_rounding && !r.element_input_bf16 &&
+         lean_tensor_divisor(r);
+}
+
 namespace packed_detail {
+
+// The plan of a finite block of a recipe with has_packed_variant_form; lean: from g's table
+// (two_level_plan_lean for the reference rule's variants, amax_encode_plan_lean for the package's
+// one-candidate rule), else variant_plan.
+KVQ_HD inline BlockPlan variant_plan_of(const Recipe& r, const GlobalTerms& t, float bmax, bool* lean) {
+  BlockPlan p{};
+  if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::amax_encode && lean_block(t, bmax) &&
+      lean_tensor_divisor(r) && amax_encode_plan_lean(r, t, bmax, &p)) {
+    *lean = true;
+    return p;
+  }
+  *lean = lean_plan_of(r, t, bmax);
+  return *lean ? two_level_plan_lean(r, t, bmax, element_max(r)) : variant_plan(r, t.g, bmax);
+}
 
 // A plan's words from the block's signs: q = x * by, or x / by by its reciprocal. False (nothing
 // written) for the four-over-six package's rounding where some |q| may reach 7.
@@ -620,33 +827,6 @@ KVQ_HD inline bool encode_plan_words(const Recipe& r, const BlockPlan& p, float 
     encode_words<kN, false>(magnitude, x, signs, p.by, y, words);
   }
   return true;
-}
-
-// For a cast that writes +0 for v = +-0 (casts_zero_unsigned): the sign nibbles of the elements
-// whose value is 0 cleared. Under a zero plan (x * 0) that is every element; else the elements
-// x = +-0, where every nonzero x gives v != 0: the block's smallest nonzero |x| gives
-// |v| >= 2^-126, and rounding is monotonic. False where it does not (a block spanning more than
-// 2^126 or so): the caller runs quantize_block.
-template <int kN>
-KVQ_HD inline bool clear_zero_signs(const float* x, const BlockPlan& p, std::uint32_t* signs) {
-  if (p.op == ElementOp::multiply && p.by == 0.0f) {
-    KVQ_UNROLL
-    for (int w = 0; w < kN / 8; ++w) signs[w] = 0;
-    return true;
-  }
-  std::uint32_t least = 0xFFFFFFFFu;  // the smallest nonzero magnitude's bits - 1 (a zero wraps)
-  KVQ_UNROLL
-  for (int w = 0; w < kN / 8; ++w) {
-    KVQ_UNROLL
-    for (int k = 0; k < 8; ++k) {
-      const std::uint32_t a = bits_of(x[8 * w + k]) & 0x7fffffffu;
-      least = a - 1u < least ? a - 1u : least;
-      signs[w] &= ~(static_cast<std::uint32_t>(a == 0u) << (4 * k + 3));
-    }
-  }
-  if (least == 0xFFFFFFFFu) return true;  // every element zero
-  const float smallest = float_from_bits(least + 1u);
-  return (p.op == ElementOp::divide ? smallest / p.by : smallest * p.by) >= 0x1p-126f;
 }
 
 }  // namespace packed_detail
@@ -709,17 +889,31 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_packed(const Recipe& r, con
     std::uint32_t signs[kN / 8];
     const float m = packed_detail::block_signs_and_max<kN, kPairs>(x, pairs, signs);
     if (m <= kFp32Max) {  // finite: no element is NaN
-      const bool lean = packed_detail::lean_plan_of(r, t, m);  // the two-level variants', with g's table
-      const BlockPlan p = lean ? packed_detail::two_level_plan_lean(r, t, m, element_max(r)) : variant_plan(r, t.g, m);
-      if (packed_detail::packable(p) && (!casts_zero_unsigned(r) || packed_detail::clear_zero_signs<kN>(x, p, signs)) &&
+      bool lean = false;  // the two-level variants', with g's table
+      const BlockPlan p = packed_detail::variant_plan_of(r, t, m, &lean);
+      if (packed_detail::packable(p) && (!casts_zero_unsigned(r) || packed_detail::clear_zero_signs_of<kN, kPairs>(x, pairs, p, signs)) &&
           packed_detail::encode_plan_words<kN>(r, p, m, x, signs, words)) {
         took(lean ? PackedRoute::variant_lean_plan : PackedRoute::variant_plan);
         return p.scale_code;
       }
     }
+  } else if (has_packed_four_over_six_amax_form(r)) {
+    std::uint32_t signs[kN / 8];
+    const float m = packed_detail::block_signs_and_max<kN, kPairs>(x, pairs, signs);
+    std::uint8_t scale = 0;
+    if (packed_detail::four_over_six_amax_usual<kN, kPairs>(r, t, x, pairs, signs, m, words, &scale)) {
+      took(PackedRoute::four_over_six_amax_usual);
+      return scale;
+    }
   }
+  // quantize_block on a copy of x: the engine variants' rules run out of line (KVQ_VARIANT_NOINLINE)
+  // and take the values' address, which, given x itself, kept the kernels' values in local memory
+  // on every route (a 64-byte store a block: docs/performance.md).
+  float copy[kN];
+  KVQ_UNROLL
+  for (int i = 0; i < kN; ++i) copy[i] = x[i];
   std::uint8_t codes[kN];
-  const std::uint8_t scale = quantize_block(r, t.g, x, kN, codes);
+  const std::uint8_t scale = quantize_block(r, t.g, copy, kN, codes);
   pack_codes(codes, kN, words);
   took(PackedRoute::quantize_block);
   return scale;

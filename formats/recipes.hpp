@@ -637,26 +637,49 @@ KVQ_HD inline std::uint8_t amax_encode_candidate(const Recipe& r, float amax, co
   return sf8;
 }
 
-// sum((((f * sf) * amax) / D - x)^2) over a block, the sum in torch's CUDA order for a contiguous
-// row (pairwise by halves: element i + element i + n/2, then the halves of those), measured for
-// n = 16 and 32 by experiments/probes/torch_sum_order.py (the package's blocks are 16) and assumed
-// for the other powers of two; other n in order.
+// The FP32 sum of n terms in torch's CUDA order for a contiguous row (pairwise by halves: element
+// i + element i + n/2, then the halves of those), measured for n = 16 and 32 by
+// experiments/probes/torch_sum_order.py (the package's blocks are 16) and assumed for the other
+// powers of two; other n in order. Overwrites terms. The halvings are a template (kHalf = n/2),
+// so a block of constant size keeps its terms in registers.
+template <int kHalf>
+KVQ_HD inline float sum_by_halves(float* terms) {
+  KVQ_UNROLL
+  for (int i = 0; i < kHalf; ++i) terms[i] = terms[i] + terms[i + kHalf];
+  if constexpr (kHalf > 1) return sum_by_halves<kHalf / 2>(terms);
+  return terms[0];
+}
+KVQ_HD inline float torch_row_sum(float* terms, int n) {
+  static_assert(kMaxRecipeBlock == 128, "the powers of two below");
+  switch (n) {
+    case 1: return terms[0];
+    case 2: return sum_by_halves<1>(terms);
+    case 4: return sum_by_halves<2>(terms);
+    case 8: return sum_by_halves<4>(terms);
+    case 16: return sum_by_halves<8>(terms);
+    case 32: return sum_by_halves<16>(terms);
+    case 64: return sum_by_halves<32>(terms);
+    case 128: return sum_by_halves<64>(terms);
+    default: break;
+  }
+  float sum = 0.0f;
+  for (int i = 0; i < n; ++i) sum = sum + terms[i];
+  return sum;
+}
+
+// One element's error term (((f * sf) * amax) / D - x)^2 under the four-over-six package's rules.
+KVQ_HD inline float amax_error_term(const Recipe& r, float amax, float x, float sf, float f) {
+  const float d = ((f * sf) * amax) / r.tensor_divisor - x;
+  return d * d;
+}
+
+// sum((((f * sf) * amax) / D - x)^2) over a block, summed as torch sums a row (torch_row_sum).
 KVQ_HD inline float amax_squared_error(const Recipe& r, float amax, const float* x, int n, std::uint8_t sf8,
                                        const float* values) {
   const float sf = e4m3_value_fast(sf8);
   float terms[kMaxRecipeBlock] = {};
-  for (int i = 0; i < n; ++i) {
-    const float d = ((values[i] * sf) * amax) / r.tensor_divisor - x[i];
-    terms[i] = d * d;
-  }
-  if (n & (n - 1)) {
-    float sum = 0.0f;
-    for (int i = 0; i < n; ++i) sum = sum + terms[i];
-    return sum;
-  }
-  for (int half = n / 2; half >= 1; half /= 2)
-    for (int i = 0; i < half; ++i) terms[i] = terms[i] + terms[i + half];
-  return terms[0];
+  for (int i = 0; i < n; ++i) terms[i] = amax_error_term(r, amax, x[i], sf, values[i]);
+  return torch_row_sum(terms, n);
 }
 
 // The four-over-six package's rules (TwoLevel::amax_encode, four_over_six_amax); g is amax. The

@@ -131,8 +131,8 @@ KVQ_HD inline PagedTerms paged_terms(const PagedScales& scales, const CodeTerms*
 // Host: with the tables themselves.
 struct PagedTables {
   CodeTerms at[2 * kE4m3Codes];
-  explicit PagedTables(const PagedScales& scales) {
-    const CodeTable k = code_table(scales.k[0]), v = code_table(scales.v[0]);
+  PagedTables(const Recipe& r, const PagedScales& scales) {
+    const CodeTable k = code_table(r, scales.k[0]), v = code_table(r, scales.v[0]);
     for (int c = 0; c < kE4m3Codes; ++c) at[c] = k.at[c], at[kE4m3Codes + c] = v.at[c];
   }
   PagedTerms terms(const PagedScales& scales) const { return paged_terms(scales, at); }
@@ -316,7 +316,7 @@ KVQ_HD KVQ_KERNEL_INLINE void paged_store_item(const PagedStoreShape& s, const R
 // and the kernel compute them once).
 template <typename Index, bool kPacked = true>
 inline void paged_store_item(const PagedStoreShape& s, const PagedScales& scales, const PagedStoreArgs& a, Index item) {
-  const PagedTables tables(scales);
+  const PagedTables tables(s.recipe, scales);
   paged_store_item<Index, kPacked>(s, s.recipe, scales, a, item, paged_dividers(s), tables.terms(scales));
 }
 

@@ -102,7 +102,7 @@ Status paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales, cons
   const std::int64_t items = paged_store_items(s);
   const bool narrow = paged_store_narrow(s);  // the index width the kernel uses
   const PagedDividers d = paged_dividers(s);
-  const PagedTables tables(scales);  // as the kernels: once
+  const PagedTables tables(s.recipe, scales);  // as the kernels: once
   const PagedTerms t = tables.terms(scales);
   for (std::int64_t item = 0; item < items; ++item) {
     if (narrow) paged_store_item(s, s.recipe, scales, a, static_cast<std::uint32_t>(item), d, t);

@@ -30,8 +30,8 @@ namespace kvq::kernels::paged_kernel {
 // arithmetic (with_reference_arithmetic; for nvfp4-torchao, torchao's form with IEEE division and
 // the satfinite cast), nearest-even elements and the approx_ftz reciprocal; the second list's
 // (from KVQ_PAGED_FIRST_VARIANT on) run their engine variant exactly, through the packed variant
-// route (formats/packed_quantize.hpp has_packed_variant_form). Other engine variants run the
-// generic kernel.
+// route (formats/packed_quantize.hpp has_packed_variant_form) or the four-over-six package's usual
+// block (has_packed_four_over_six_amax_form). Other engine variants run the generic kernel.
 constexpr int kGeneric = -1;
 #define KVQ_PAGED_FIXED_NAME(i, name) name,
 inline constexpr std::string_view kFixedNames[] = {KVQ_PAGED_FIXED(KVQ_PAGED_FIXED_NAME)};
@@ -46,7 +46,8 @@ template <int C>
 constexpr Recipe fixed_recipe() {
   constexpr std::optional<NamedRecipe> named = recipe_from_name(kFixedNames[C]);
   static_assert(named.has_value(), "KVQ_PAGED_FIXED_RECIPES names a recipe of formats/recipe_names.hpp");
-  static_assert(!kVariantOf<C> || has_packed_variant_form(named->recipe),
+  static_assert(!kVariantOf<C> || has_packed_variant_form(named->recipe) ||
+                    has_packed_four_over_six_amax_form(named->recipe),
                 "KVQ_PAGED_VARIANT_RECIPES names engine variants with a packed form");
   Recipe r = kVariantOf<C> ? named->recipe : with_reference_arithmetic(named->recipe);
   r.block = kPagedChunk;
@@ -245,8 +246,10 @@ __device__ __forceinline__ void paged_store_body(const PagedStoreShape& shape, c
   PagedTerms terms{};
   if constexpr (F == PagedFormat::nvfp4) {
     __shared__ CodeTerms shared_codes[2 * kE4m3Codes];  // K's table, then V's
-    fill_code_table(scales.k[0], reciprocals.k, shared_codes);
-    fill_code_table(scales.v[0], reciprocals.v, shared_codes + kE4m3Codes);
+    const Recipe* recipe = &s.recipe;
+    if constexpr (C != kGeneric) recipe = &kFixedRecipe<C>;
+    fill_code_table(*recipe, scales.k[0], reciprocals.k, shared_codes);
+    fill_code_table(*recipe, scales.v[0], reciprocals.v, shared_codes + kE4m3Codes);
     __syncthreads();
     terms = reciprocals.with(shared_codes);
   }
@@ -293,7 +296,8 @@ constexpr bool kOccupiedOf = [] {
   if constexpr (C == kGeneric) {
     return false;
   } else {
-    return fixed_recipe<C>().two_level == TwoLevel::four_over_six;
+    return fixed_recipe<C>().two_level == TwoLevel::four_over_six ||
+           fixed_recipe<C>().two_level == TwoLevel::four_over_six_amax;
   }
 }();
 // The kernels with a staged form (paged_store_staged_loop), taken where staged_loads allows: the

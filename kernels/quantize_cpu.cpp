@@ -41,7 +41,7 @@ Status quantize_cpu(const QuantizeShape& s, DType input, const void* x, float g,
     });
     return {};
   }
-  const CodeTable table = code_table(g);  // as the kernels: g's terms once
+  const CodeTable table = code_table(s.recipe, g);  // as the kernels: g's terms once
   const GlobalTerms t = global_terms(g, table.at);
   for_ranges(s.rows, elements, [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t row = first; row < last; ++row)

@@ -81,8 +81,8 @@ constexpr FixedKernel kFixedKernels[] = {
     {"blockfp4-e8m0-ceil", 0, false, FixedUse::variant_recipe},
     {"blockfp4-e8m0-ceil-rne", 0, false, FixedUse::variant_recipe},
     {"nvfp4-4over6-static6", 0, false, FixedUse::variant_recipe},
-    // and by shape: per-tensor FP8 (Triton, PyTorch casts). (A two-level NVFP4 shape entry ran the
-    // four-over-six package's two-candidate rule no faster than the generic kernel: 3.2% of copy.)
+    {"nvfp4-4over6", 0, false, FixedUse::variant_recipe},  // its usual block: has_packed_four_over_six_amax_form
+    // and by shape: per-tensor FP8 (Triton, PyTorch casts).
     {"fp8-e4m3-tensor-triton", kTensorChunk, false, FixedUse::variant_quantize},
 };
 constexpr int kFixedCount = sizeof(kFixedKernels) / sizeof(kFixedKernels[0]);
@@ -164,13 +164,15 @@ constexpr bool kReferenceOf = C != kGeneric && kFixed[C].use == FixedUse::refere
 template <int C>
 constexpr bool kTableOf = C == kGeneric ||
                           (kFixed[C].use == FixedUse::variant_recipe && kFixed[C].scale == BlockScale::e4m3_two_level &&
-                           kFixed[C].two_level == TwoLevel::reference) ||
+                           (kFixed[C].two_level == TwoLevel::reference || fouroversix_package_rule(kFixed[C].recipe))) ||
                           (kReferenceOf<C> && kFixed[C].scale == BlockScale::e4m3_two_level &&
                            (kFixed[C].two_level == TwoLevel::reference || kFixed[C].two_level == TwoLevel::four_over_six));
 
 template <int C>
-constexpr bool kOccupiedOf = kReferenceOf<C> && kFixed[C].scale == BlockScale::e4m3_two_level &&
-                             kFixed[C].two_level == TwoLevel::four_over_six;
+constexpr bool kOccupiedOf = C != kGeneric && (kReferenceOf<C> || kFixed[C].use == FixedUse::variant_recipe) &&
+                             kFixed[C].scale == BlockScale::e4m3_two_level &&
+                             (kFixed[C].two_level == TwoLevel::four_over_six ||
+                              kFixed[C].two_level == TwoLevel::four_over_six_amax);
 
 // Fixed configurations that lane_split sends to kernels/lane_quantize_device.cu for input T.
 template <int C, DType T>
@@ -237,7 +239,7 @@ __device__ __forceinline__ void quantize_body(QuantizeShape shape, const void* x
   if constexpr (kTableOf<C>) {  // g's code table once a thread block
     __shared__ CodeTerms shared_codes[kE4m3Codes];
     const float rg = 1.0f / g;
-    fill_code_table(g, rg, shared_codes);
+    fill_code_table(s.recipe, g, rg, shared_codes);
     __syncthreads();
     const GlobalTerms t = global_terms(g, rg, shared_codes);
     if (t.lean) {  // the usual g: the loop sees lean and the table as constants (no per-block tests)

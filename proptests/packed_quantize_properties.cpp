@@ -90,7 +90,7 @@ void check_pair_forms(const Recipe& r, const PackedCase& c) {
     for (int i = 0; i < kN / 2; ++i) pairs[i] = halves[2 * i] | (std::uint32_t{halves[2 * i + 1]} << 16);
     std::uint32_t words[kN / 8], expected_words[kN / 8];
     std::uint8_t codes[kN];
-    const CodeTable table = code_table(c.g);
+    const CodeTable table = code_table(r, c.g);
     const GlobalTerms t = global_terms(c.g, table.at);
     const std::uint8_t scale = form == PairWords::bf16
                                    ? quantize_block_packed<kN, PairWords::bf16>(r, t, x.data(), words, pairs)
@@ -105,7 +105,7 @@ template <int kN>
 void check_packed(const Recipe& r, const PackedCase& c) {
   std::uint32_t words[kN / 8], table_words[kN / 8], expected_words[kN / 8];
   std::uint8_t codes[kN];
-  const CodeTable table = code_table(c.g);
+  const CodeTable table = code_table(r, c.g);
   PackedRoute route = PackedRoute::quantize_block, table_route = PackedRoute::quantize_block;
   const std::uint8_t scale = quantize_block_packed<kN>(r, c.g, c.x.data(), words, &route);
   const std::uint8_t table_scale =
@@ -122,6 +122,41 @@ void check_packed(const Recipe& r, const PackedCase& c) {
   check_pair_forms<kN>(r, c);
 }
 
+// m * 2^e for e in [lo, hi) and m uniform over FP32's significands in [1, 2).
+rc::Gen<float> log_uniform(int lo, int hi) {
+  return rc::gen::map(rc::gen::pair(rc::gen::inRange(lo, hi), rc::gen::inRange<std::uint32_t>(0, 0x800000u)),
+                      [](std::pair<int, std::uint32_t> p) { return std::ldexp(float_from_bits(0x3f800000u | p.second), p.first); });
+}
+// A tensor parameter over and past the lean range: log-uniform, a power of two (whose scales hit
+// E4M3 midpoints exactly), or the range's bounds and their neighbours, or `other`.
+float lean_range_parameter(float other) {
+  return *rc::gen::weightedOneOf<float>({
+      {6, log_uniform(-46, 46)},
+      {2, rc::gen::map(rc::gen::inRange(-42, 42), [](int e) { return std::ldexp(1.0f, e); })},
+      {1, rc::gen::element(0x1p-40f, 0x1p40f, 0x1.fffffep-41f, 0x1.000002p40f, other)},
+  });
+}
+// The same plan: scale code, operation and multiplier, bit for bit.
+void assert_same_plan(const BlockPlan& mine, const BlockPlan& plan) {
+  RC_ASSERT(hex_code(kE4M3FN, mine.scale_code) == hex_code(kE4M3FN, plan.scale_code));
+  RC_ASSERT(static_cast<int>(mine.op) == static_cast<int>(plan.op));
+  RC_ASSERT(hex_code(kFP32, bits_of(mine.by)) == hex_code(kFP32, bits_of(plan.by)));
+}
+
+// check(bmax) on a log-uniform bmax (a quarter of the cases), else where a block scale s = bmax *
+// per_bmax lies on an E4M3 midpoint (8 + k + 1/2) * 2^(e - 3) and on the 16 FP32 neighbours of that
+// bmax: the scale's ties and near ties, where a quotient off by an ulp shows.
+template <class Check>
+void on_scale_ties(double per_bmax, Check check) {
+  if (*rc::gen::inRange(0, 4) == 0) {
+    check(*log_uniform(-60, 60));
+    return;
+  }
+  const int e = *rc::gen::inRange(-9, 9), k = *rc::gen::inRange(0, 8);
+  const auto center = static_cast<float>(std::ldexp(8.5 + k, e - 3) / per_bmax);
+  for (int nudge = -8; nudge <= 8; ++nudge) check(float_from_bits(bits_of(center) + static_cast<std::uint32_t>(nudge)));
+}
+
 // The lean plan (reciprocals instead of IEEE division) equals two_level_plan wherever it is used
 // (the reference rule's, and the engine variants' of the packed variant route):
 // g and bmax log-uniform over and past [kLeanScaleMin, kLeanScaleMax], with the bounds themselves
@@ -129,22 +164,17 @@ void check_packed(const Recipe& r, const PackedCase& c) {
 void check_lean_plan(const Recipe& r) {
   const auto magnitude = [] {
     return *rc::gen::weightedOneOf<float>({
-        {6, rc::gen::map(rc::gen::pair(rc::gen::inRange(-46, 46), rc::gen::inRange<std::uint32_t>(0, 0x800000u)),
-                         [](std::pair<int, std::uint32_t> p) { return std::ldexp(float_from_bits(0x3f800000u | p.second), p.first); })},
+        {6, log_uniform(-46, 46)},
         {1, rc::gen::element(0.0f, 0x1p-40f, 0x1p40f, 0x1.fffffep-41f, 0x1.000002p40f, 0x1.000002p-40f, 0x1.fffffep39f)},
     });
   };
   const float g = magnitude(), bmax = magnitude();
-  const CodeTable table = code_table(g);
+  const CodeTable table = code_table(r, g);
   const GlobalTerms t = global_terms(g, table.at);
   RC_PRE(packed_detail::lean_block(t, bmax));
-  for (const float divisor : {element_max(r), 4.0f}) {
-    const BlockPlan lean = packed_detail::two_level_plan_lean(r, t, bmax, divisor);
-    const BlockPlan plan = recipe_detail::two_level_plan(r, g, bmax, divisor);
-    RC_ASSERT(hex_code(kE4M3FN, lean.scale_code) == hex_code(kE4M3FN, plan.scale_code));
-    RC_ASSERT(static_cast<int>(lean.op) == static_cast<int>(plan.op));
-    RC_ASSERT(hex_code(kFP32, bits_of(lean.by)) == hex_code(kFP32, bits_of(plan.by)));
-  }
+  for (const float divisor : {element_max(r), 4.0f})
+    assert_same_plan(packed_detail::two_level_plan_lean(r, t, bmax, divisor),
+                     recipe_detail::two_level_plan(r, g, bmax, divisor));
 }
 
 // four_over_six's fast plans (packed_detail::four_over_six_plans: both lean scales, one paired
@@ -154,16 +184,8 @@ void check_lean_plan(const Recipe& r) {
 // divisor and each of its 16 nearest FP32 neighbours: the scale's ties and near-ties, where a
 // quotient off by an ulp shows.
 void check_fast_plans(const Recipe& r) {
-  const auto log_uniform = [](int lo, int hi) {
-    return rc::gen::map(rc::gen::pair(rc::gen::inRange(lo, hi), rc::gen::inRange<std::uint32_t>(0, 0x800000u)),
-                        [](std::pair<int, std::uint32_t> p) { return std::ldexp(float_from_bits(0x3f800000u | p.second), p.first); });
-  };
-  const float g = *rc::gen::weightedOneOf<float>({
-      {6, log_uniform(-46, 46)},
-      {2, rc::gen::map(rc::gen::inRange(-42, 42), [](int e) { return std::ldexp(1.0f, e); })},
-      {1, rc::gen::element(0x1p-40f, 0x1p40f, 0x1.fffffep-41f, 0x1.000002p40f, 0x1.555556p-11f)},
-  });
-  const CodeTable table = code_table(g);
+  const float g = lean_range_parameter(0x1.555556p-11f);
+  const CodeTable table = code_table(r, g);
   const GlobalTerms t = global_terms(g, table.at);
   int fast = 0;
   const auto check = [&](float bmax) {
@@ -171,24 +193,55 @@ void check_fast_plans(const Recipe& r) {
     const packed_detail::FourOverSixPlans p = packed_detail::four_over_six_plans(r, t, bmax);
     if (!p.fast) return;
     ++fast;
-    for (const float d : {6.0f, 4.0f}) {
-      const BlockPlan& mine = d == 6.0f ? p.six : p.four;
-      const BlockPlan plan = recipe_detail::two_level_plan(r, g, bmax, d);
-      RC_ASSERT(hex_code(kE4M3FN, mine.scale_code) == hex_code(kE4M3FN, plan.scale_code));
-      RC_ASSERT(static_cast<int>(mine.op) == static_cast<int>(plan.op));
-      RC_ASSERT(hex_code(kFP32, bits_of(mine.by)) == hex_code(kFP32, bits_of(plan.by)));
-    }
+    for (const float d : {6.0f, 4.0f})
+      assert_same_plan(d == 6.0f ? p.six : p.four, recipe_detail::two_level_plan(r, g, bmax, d));
   };
-  if (*rc::gen::inRange(0, 4) == 0) {
-    check(*log_uniform(-60, 60));
-  } else {
-    const int e = *rc::gen::inRange(-7, 9), k = *rc::gen::inRange(0, 8);
-    const float divisor = *rc::gen::element(6.0f, 4.0f);
-    const float mid = std::ldexp(8.5f + static_cast<float>(k), e - 3);  // (8 + k + 1/2) * 2^(e - 3)
-    const std::uint32_t center = bits_of(mid * divisor * g);
-    for (int nudge = -8; nudge <= 8; ++nudge) check(float_from_bits(center + static_cast<std::uint32_t>(nudge)));
-  }
+  const double divisor = *rc::gen::element(6.0, 4.0);
+  on_scale_ties(1.0 / (divisor * g), check);  // s = (bmax / divisor) / g
   RC_TAG(fast > 0 ? "some fast plans" : "no fast plan");
+}
+
+// A candidate of a two-candidate rule as the estimate sees it: its multiplier, its squared scale s2
+// and its exact FP32 error; estimated: the packed path estimates it (|q| small, S in range).
+struct EstimatedCandidate {
+  float by = 0.0f, s2 = 0.0f, exact = 0.0f;
+  bool estimated = false;
+};
+
+// Each candidate's estimate (encode_words_with_error, estimate_error) within its bound of its exact
+// error, and where both are estimated the certain decisions the exact comparison. candidate(four):
+// the /6 (false) or /4 (true) candidate.
+template <int kN, class Candidate>
+void check_estimates(const PackedCase& c, Candidate candidate) {
+  float scaled[2] = {}, squares[2] = {}, exact[2] = {};
+  int estimated = 0;
+  for (const bool four : {false, true}) {
+    const EstimatedCandidate k = candidate(four);
+    if (!k.estimated) continue;
+    std::uint32_t signs[kN / 8], words[kN / 8];
+    for (int w = 0; w < kN / 8; ++w) signs[w] = packed_detail::sign_nibbles(c.x.data() + 8 * w);
+    scaled[four] = four ? packed_detail::encode_words_with_error<kN, true, false>(c.x.data(), k.by, signs, words)
+                        : packed_detail::encode_words_with_error<kN, true, true>(c.x.data(), k.by, signs, words);
+    squares[four] = k.s2;
+    exact[four] = k.exact;
+    const packed_detail::ErrorEstimate e = packed_detail::estimate_error(scaled[four], k.s2, kN);
+    RC_ASSERT(std::fabs(static_cast<double>(k.exact) - static_cast<double>(e.value)) <= static_cast<double>(e.bound));
+    ++estimated;
+  }
+  if (estimated < 2) return;
+  const packed_detail::Decision d = packed_detail::decide_by_estimates(scaled[0], squares[0], scaled[1], squares[1], kN);
+  RC_TAG(d.certain ? "certain" : "exact comparison");
+  if (d.certain) RC_ASSERT(d.four_wins == (exact[1] < exact[0]));
+}
+
+// The block's max |x|; NaN and inf blocks never reach the estimate.
+float finite_block_max(const PackedCase& c) {
+  float bmax = 0.0f;
+  for (const float v : c.x) {
+    RC_PRE(std::isfinite(v));
+    bmax = std::fabs(v) > bmax ? std::fabs(v) : bmax;
+  }
+  return bmax;
 }
 
 // The 4over6 error estimate (packed_detail::estimate_error) holds its bound against the exact FP32
@@ -197,35 +250,73 @@ void check_fast_plans(const Recipe& r) {
 // claims certainty, is the exact errors' comparison.
 template <int kN>
 void check_error_estimate(const Recipe& r, const PackedCase& c) {
-  float bmax = 0.0f;
-  for (const float v : c.x) {
-    RC_PRE(std::isfinite(v));  // NaN and inf blocks never reach the estimate
-    bmax = std::fabs(v) > bmax ? std::fabs(v) : bmax;
-  }
-  float scaled[2] = {}, squares[2] = {}, exact[2] = {};
-  int estimated = 0;
-  for (const int i : {0, 1}) {
-    const float divisor = i == 0 ? 6.0f : 4.0f;
+  const float bmax = finite_block_max(c);
+  check_estimates<kN>(c, [&](bool four) {
+    const float divisor = four ? 4.0f : 6.0f;
     const BlockPlan p = recipe_detail::two_level_plan(r, c.g, bmax, divisor);
     const float sf = e4m3_value_fast(p.scale_code), s = sf * c.g, s2 = s * s;
-    const bool small = std::fabs(bmax * p.by) < (divisor == 6.0f ? 7.0f : 4.5f);
-    if (p.op != ElementOp::multiply || !(p.by > 0.0f) || !small || !packed_detail::estimable(s2)) continue;
-    std::uint32_t signs[kN / 8], words[kN / 8];
-    for (int w = 0; w < kN / 8; ++w) signs[w] = packed_detail::sign_nibbles(c.x.data() + 8 * w);
-    scaled[i] = divisor == 6.0f ? packed_detail::encode_words_with_error<kN, true, true>(c.x.data(), p.by, signs, words)
-                                : packed_detail::encode_words_with_error<kN, true, false>(c.x.data(), p.by, signs, words);
+    const bool small = std::fabs(bmax * p.by) < (four ? 4.5f : 7.0f);
+    if (p.op != ElementOp::multiply || !(p.by > 0.0f) || !small || !packed_detail::estimable(s2))
+      return EstimatedCandidate{};
     std::uint8_t codes[kN];
     recipe_detail::two_level_reference(r, c.g, c.x.data(), kN, bmax, divisor, codes);
-    exact[i] = recipe_detail::two_level_squared_error(r, c.g, c.x.data(), kN, p.scale_code, codes);
-    squares[i] = s2;
-    const packed_detail::ErrorEstimate e = packed_detail::estimate_error(scaled[i], s2, kN);
-    RC_ASSERT(std::fabs(static_cast<double>(exact[i]) - static_cast<double>(e.value)) <= static_cast<double>(e.bound));
-    ++estimated;
-  }
-  if (estimated < 2) return;
-  const packed_detail::Decision d = packed_detail::decide_by_estimates(scaled[0], squares[0], scaled[1], squares[1], kN);
-  RC_TAG(d.certain ? "certain" : "exact comparison");
-  if (d.certain) RC_ASSERT(d.four_wins == (exact[1] < exact[0]));
+    return EstimatedCandidate{p.by, s2, recipe_detail::two_level_squared_error(r, c.g, c.x.data(), kN, p.scale_code, codes),
+                              true};
+  });
+}
+
+// The same for the four-over-six package's two-candidate rule: the estimate from the plan's
+// multiplier and the table's square (amax_code_terms) against the package's exact error
+// (recipe_detail::amax_squared_error of its own candidate), for each candidate the packed path
+// estimates (a nonzero, non-NaN scale, |q| small, S in range).
+template <int kN>
+void check_amax_error_estimate(const Recipe& r, const PackedCase& c) {
+  const float bmax = finite_block_max(c);
+  const CodeTable table = code_table(r, c.g);
+  check_estimates<kN>(c, [&](bool four) {
+    const BlockPlan p = recipe_detail::amax_encode_plan(r, c.g, bmax, four);
+    const int code = p.scale_code;  // the table's 128 codes, positive scales (a negative amax has none)
+    if (code == 0 || code >= 0x7f || !(p.by > 0.0f)) return EstimatedCandidate{};
+    const CodeTerms terms = table.at[code];
+    RC_ASSERT(hex_code(kFP32, bits_of(terms.by)) == hex_code(kFP32, bits_of(p.by)));  // the table's multiplier is the plan's
+    const bool small = four ? bmax * p.by <= 4.5f : bmax * p.by < 7.0f;
+    if (!small || !packed_detail::estimable(terms.s2)) return EstimatedCandidate{};
+    float values[kN];
+    std::uint8_t codes[kN];
+    recipe_detail::amax_encode_candidate(r, c.g, c.x.data(), kN, bmax, four, values, codes);
+    return EstimatedCandidate{p.by, terms.s2, recipe_detail::amax_squared_error(r, c.g, c.x.data(), kN, p.scale_code, values),
+                              true};
+  });
+}
+
+// The four-over-six package's lean plans equal its rule's (recipe_detail::amax_encode_plan): the
+// one-candidate rule's (variant_plan_of, where lean) and both of the two-candidate rule's
+// (amax_lean_plans, where fast): code, operation and multiplier. amax and bmax log-uniform over and
+// past the lean range, with the bounds and their neighbours; or bmax the preimage of an E4M3
+// midpoint of s6 or s4 and its 16 nearest FP32 neighbours (the scale's ties and near ties).
+void check_amax_lean_plans(const Recipe& r) {
+  const float amax = lean_range_parameter(0x1.8p-3f);
+  const CodeTable table = code_table(r, amax);
+  const GlobalTerms t = global_terms(amax, table.at);
+  int lean = 0;
+  const auto check = [&](float bmax) {
+    if (!(bmax >= 0.0f && bmax <= kFp32Max)) return;
+    if (r.two_level == TwoLevel::amax_encode) {
+      bool is_lean = false;
+      const BlockPlan mine = packed_detail::variant_plan_of(r, t, bmax, &is_lean);
+      lean += is_lean;
+      assert_same_plan(mine, recipe_detail::amax_encode_plan(r, amax, bmax, false));
+      return;
+    }
+    const packed_detail::FourOverSixPlans p = packed_detail::amax_lean_plans(r, t, bmax);
+    if (!p.fast) return;
+    ++lean;
+    assert_same_plan(p.six, recipe_detail::amax_encode_plan(r, amax, bmax, false));
+    assert_same_plan(p.four, recipe_detail::amax_encode_plan(r, amax, bmax, true));
+  };
+  const double factor = *rc::gen::element(1.0, 1.5);  // s6, or s4 = s6 * 1.5
+  on_scale_ties(factor * r.tensor_divisor / (6.0 * amax), check);  // s6 = (bmax / 6) * (D / amax)
+  RC_TAG(lean > 0 ? "some lean plans" : "no lean plan");
 }
 
 using BlockCheck = void (*)(const Recipe&, const PackedCase&);
@@ -236,8 +327,11 @@ using BlockCheck = void (*)(const Recipe&, const PackedCase&);
 // a lean plan (g with its table) and a divided one (g alone, or out of the lean range); the other
 // rules their plan; the engine variants with a packed form their rule's plan.
 std::vector<std::string> routes_of(const Recipe& r) {
+  if (has_packed_four_over_six_amax_form(r))
+    return {name_of(PackedRoute::four_over_six_amax_usual), name_of(PackedRoute::quantize_block)};
   if (has_packed_variant_form(r)) {
-    if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::reference)
+    if (r.scale == BlockScale::e4m3_two_level &&
+        (r.two_level == TwoLevel::reference || r.two_level == TwoLevel::amax_encode))
       return {name_of(PackedRoute::variant_lean_plan), name_of(PackedRoute::variant_plan),
               name_of(PackedRoute::quantize_block)};
     return {name_of(PackedRoute::variant_plan), name_of(PackedRoute::quantize_block)};
@@ -267,6 +361,9 @@ void register_packed_quantize_properties() {
     const std::string block = "/block" + std::to_string(n);
     add_block_property("packed/nvfp4-4over6-paper" + block + "/error-estimate-within-bound",
                        recipe_from_name("nvfp4-4over6-paper")->recipe, n, check_error_estimate<16>, check_error_estimate<32>);
+    add_block_property("packed/nvfp4-4over6" + block + "/error-estimate-within-bound",
+                       recipe_from_name("nvfp4-4over6")->recipe, n, check_amax_error_estimate<16>,
+                       check_amax_error_estimate<32>, {"certain", "exact comparison"});
     for (const NamedRecipe& named : kRecipes)
       if (named.recipe.scale != BlockScale::tensor_only && format_of(named.recipe.element).bits() == 4)
         add_block_property("packed/" + std::string(named.name) + block + "/equals-quantize-block", named.recipe, n,
@@ -281,6 +378,11 @@ void register_packed_quantize_properties() {
     if (r.scale == BlockScale::e4m3_two_level && r.two_level == TwoLevel::four_over_six)
       add_property("kernels", "packed/" + std::string(named.name) + "/fast-plans-equal-plans", Device::cpu,
                    [r](const RunContext& ctx) { return check_random(ctx, [&] { check_fast_plans(r); }); });
+    if (fouroversix_package_rule(r))
+      add_property("kernels", "packed/" + std::string(named.name) + "/lean-plans-equal-plans", Device::cpu,
+                   [r](const RunContext& ctx) {
+                     return check_random(ctx, [&] { check_amax_lean_plans(r); }, {"some lean plans"});
+                   });
   }
 }
 KVQ_REGISTER_PROPERTIES(register_packed_quantize_properties);
