@@ -89,19 +89,36 @@ KVQ_HD inline E2m1Rounded e2m1_round_below_7(float a) {
   return {v, v * 0x1p-126f};  // exact: the build keeps subnormals
 }
 
-// fmaf(a, k, c) rounded toward -inf (the device's FFMA.RM). The host, which has no per-instruction
-// rounding mode (and must not change the process-wide one), splits a*k + c exactly into a double
-// sum hi + lo (a*k is exact in FP64: 48 significant bits; TwoSum adds c), rounds hi to nearest FP32
-// and steps one FP32 down where that lies above hi + lo. Overflow gives FLT_MAX, as round-down does.
+// fmaf(a, k, c) rounded toward -inf (the device's FFMA.RM) or +inf (FFMA.RP). The host, which has
+// no per-instruction rounding mode (and must not change the process-wide one), splits a*k + c
+// exactly into a double sum hi + lo (a*k is exact in FP64: 48 significant bits; TwoSum adds c),
+// rounds hi to nearest FP32 and steps one FP32 down where that lies above hi + lo (up where below).
+// Overflow gives FLT_MAX rounding down, inf rounding up, as the device does.
+#if !defined(__CUDA_ARCH__)
+inline float fmaf_directed_host(float a, float k, float c, bool up) {
+  const double p = static_cast<double>(a) * static_cast<double>(k), q = static_cast<double>(c);
+  const double hi = p + q, q_part = hi - p, lo = (p - (hi - q_part)) + (q - q_part);  // TwoSum: hi + lo = p + q
+  const float f = static_cast<float>(hi);
+  if (up) {
+    const bool below = static_cast<double>(f) < hi || (static_cast<double>(f) == hi && lo > 0.0);
+    return below ? std::nextafter(f, INFINITY) : f;
+  }
+  const bool above = static_cast<double>(f) > hi || (static_cast<double>(f) == hi && lo < 0.0);
+  return above ? std::nextafter(f, -INFINITY) : f;
+}
+#endif
 KVQ_HD inline float fmaf_round_down(float a, float k, float c) {
 #if defined(__CUDA_ARCH__)
   return __fmaf_rd(a, k, c);
 #else
-  const double p = static_cast<double>(a) * static_cast<double>(k), q = static_cast<double>(c);
-  const double hi = p + q, q_part = hi - p, lo = (p - (hi - q_part)) + (q - q_part);  // TwoSum: hi + lo = p + q
-  const float f = static_cast<float>(hi);
-  const bool above = static_cast<double>(f) > hi || (static_cast<double>(f) == hi && lo < 0.0);
-  return above ? std::nextafter(f, -INFINITY) : f;
+  return fmaf_directed_host(a, k, c, false);
+#endif
+}
+KVQ_HD inline float fmaf_round_up(float a, float k, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_ru(a, k, c);
+#else
+  return fmaf_directed_host(a, k, c, true);
 #endif
 }
 
@@ -118,6 +135,21 @@ KVQ_HD inline float e2m1_magnitude_magic_away(float a) {
   constexpr float m = kMagnitudeMagicAway;
   const float low_or_mid = fminf(fmaf_round_down(a, 2.0f, m), fmaf_round_down(a, 1.0f, m) + 2.0f);
   return fminf(fminf(low_or_mid, fmaf_round_down(a, 0.5f, m) + 4.0f), 0x1p23f + 6.0f);  // code 7: m + 7 steps
+}
+
+// The E2M1 magnitude code of |y| rounded half TOWARD zero (Rounding::nearest_toward_zero, ModelOpt's
+// MXFP4 cast), saturating, as the FP32 kMagnitudeMagic + code. Half toward zero is ceil(t - 1/2),
+// and a round-up FMA of t + (2^23 - 1/2) gives 2^23 + ceil(t - 1/2) for t > 0 (from t = 1/2 on the
+// integer grid of [2^23, 2^24); for 0 < t < 1/2 the sum lies in (2^23 - 1/2, 2^23) and rounds up to
+// 2^23); t = 0 gives 2^23 - 1/2 itself, which the final maximum lifts to 2^23 (code 0). The three
+// affine pieces of e2m1_magnitude_magic, each rounded once, the offsets 2 and 4 added after (exact
+// on the integers; at t = 0 those pieces round to codes 2 and 4, above the low piece's 0); min
+// saturates at code 7, NaN -> 7.
+KVQ_HD inline float e2m1_magnitude_magic_toward_zero(float a) {
+  constexpr float m = kMagnitudeMagicAway;  // 2^23 - 1/2
+  const float low_or_mid = fminf(fmaf_round_up(a, 2.0f, m), fmaf_round_up(a, 1.0f, m) + 2.0f);
+  const float code = fminf(fminf(low_or_mid, fmaf_round_up(a, 0.5f, m) + 4.0f), kMagnitudeMagic + 7.0f);
+  return fmaxf(code, kMagnitudeMagic);
 }
 
 // E2M1 code -> FP32 (exact): 0, 0.5, then 2^(e-1) * 1.m from the code's own bits.

@@ -106,8 +106,8 @@ KVQ_HD inline float max_nan(float m, float a) {
 
 // Which magnitude code the words hold: E2M1 half to even (e2m1_below_7: for blocks whose every
 // |q| is below 7, e2m1_magnitude_magic_below_7, one minimum fewer), E2M1 half away
-// (nearest_away), INT4.
-enum class Magnitude : std::uint8_t { e2m1, e2m1_below_7, e2m1_away, int4 };
+// (nearest_away), E2M1 half toward zero (nearest_toward_zero), INT4.
+enum class Magnitude : std::uint8_t { e2m1, e2m1_below_7, e2m1_away, e2m1_toward_zero, int4 };
 template <Magnitude kM>
 inline constexpr std::uint32_t kMagicBitsOf = kM == Magnitude::e2m1_away ? 0x4affffffu : 0x4b000000u;  // code 0
 
@@ -116,6 +116,7 @@ template <Magnitude kM>
 KVQ_HD inline std::uint32_t magic_bits(float q) {
   if constexpr (kM == Magnitude::int4) return bits_of(int4_magnitude_magic(fabsf(q)));
   if constexpr (kM == Magnitude::e2m1_away) return bits_of(e2m1_magnitude_magic_away(fabsf(q)));
+  if constexpr (kM == Magnitude::e2m1_toward_zero) return bits_of(e2m1_magnitude_magic_toward_zero(fabsf(q)));
   if constexpr (kM == Magnitude::e2m1_below_7) return bits_of(e2m1_magnitude_magic_below_7(fabsf(q)));
   return bits_of(e2m1_magnitude_magic(fabsf(q)));
 }
@@ -234,12 +235,13 @@ KVQ_HD inline std::uint32_t pack_eight(const float* q, std::uint32_t signs) {
 }
 
 // The magnitude code of a finite block of a recipe with a packed fast form (has_packed_fast_form),
-// whose max |x| is m, scaled by y (or divided by 1/y): INT4, E2M1 half away, or E2M1 half to even,
+// whose max |x| is m, scaled by y (or divided by 1/y): INT4, E2M1 half away or toward zero, or E2M1 half to even,
 // without its saturation where m * y < 6.9. Every |q| is at most the block max's product or
 // quotient (rounding is monotonic), within 2^-22 of m * y, so below 7 there: usually about 6.
 KVQ_HD inline Magnitude block_magnitude(const Recipe& r, float m, float y) {
   if (r.element == FormatId::int4) return Magnitude::int4;
   if (r.element_rounding == Rounding::nearest_away) return Magnitude::e2m1_away;
+  if (r.element_rounding == Rounding::nearest_toward_zero) return Magnitude::e2m1_toward_zero;
   return m * y < 6.9f ? Magnitude::e2m1_below_7 : Magnitude::e2m1;
 }
 
@@ -263,6 +265,8 @@ KVQ_HD inline void encode_words(Magnitude m, const float* x, const std::uint32_t
     encode_words<kN, kDivide, Magnitude::e2m1_below_7>(x, signs, d, y, words);
   } else if (m == Magnitude::e2m1_away) {
     encode_words<kN, kDivide, Magnitude::e2m1_away>(x, signs, d, y, words);
+  } else if (m == Magnitude::e2m1_toward_zero) {
+    encode_words<kN, kDivide, Magnitude::e2m1_toward_zero>(x, signs, d, y, words);
   } else {
     encode_words<kN, kDivide, Magnitude::e2m1>(x, signs, d, y, words);
   }
@@ -446,16 +450,21 @@ KVQ_HD inline bool packable(const BlockPlan& p) {
          (p.op == ElementOp::divide && p.by >= kDivideByReciprocalMin && p.by <= kDivideByReciprocalMax);
 }
 
-// For a cast that writes +0 for v = +-0 (casts_zero_unsigned): the sign nibbles of the elements
-// whose value is 0 cleared. Under a zero plan (x * 0) that is every element; else the elements
-// x = +-0, where every nonzero x gives v != 0: the block's smallest nonzero |x| gives
+// How a cast signs a zero value v = +-0 on a finite block: with x's sign (the satfinite cast: x * by
+// keeps it), always + (casts_zero_unsigned), or always - (ElementCast::satfinite_negative_zero:
+// ModelOpt's MXFP4 writes every zero 0x8); zero_sign_of says which.
+enum class ZeroSign : std::uint8_t { of_x, plus, minus };
+
+// For a cast that signs a zero value its own way (ZeroSign plus or minus): the sign nibbles of the
+// elements whose value is 0 set to that sign. Under a zero plan (x * 0) that is every element; else
+// the elements x = +-0, where every nonzero x gives v != 0: the block's smallest nonzero |x| gives
 // |v| >= 2^-126, and rounding is monotonic. False where it does not (a block spanning more than
 // 2^126 or so): the caller runs quantize_block.
 template <int kN>
-KVQ_HD inline bool clear_zero_signs(const float* x, const BlockPlan& p, std::uint32_t* signs) {
+KVQ_HD inline bool sign_zeros(const float* x, const BlockPlan& p, ZeroSign z, std::uint32_t* signs) {
   if (p.op == ElementOp::multiply && p.by == 0.0f) {
     KVQ_UNROLL
-    for (int w = 0; w < kN / 8; ++w) signs[w] = 0;
+    for (int w = 0; w < kN / 8; ++w) signs[w] = z == ZeroSign::minus ? 0x88888888u : 0u;
     return true;
   }
   std::uint32_t least = 0xFFFFFFFFu;  // the smallest nonzero magnitude's bits - 1 (a zero wraps)
@@ -465,7 +474,8 @@ KVQ_HD inline bool clear_zero_signs(const float* x, const BlockPlan& p, std::uin
     for (int k = 0; k < 8; ++k) {
       const std::uint32_t a = bits_of(x[8 * w + k]) & 0x7fffffffu;
       least = a - 1u < least ? a - 1u : least;
-      signs[w] &= ~(static_cast<std::uint32_t>(a == 0u) << (4 * k + 3));
+      const std::uint32_t zero = static_cast<std::uint32_t>(a == 0u) << (4 * k + 3);
+      signs[w] = z == ZeroSign::minus ? signs[w] | zero : signs[w] & ~zero;
     }
   }
   if (least == 0xFFFFFFFFu) return true;  // every element zero
@@ -486,18 +496,19 @@ KVQ_HD inline std::uint32_t min_u16x2(std::uint32_t a, std::uint32_t b) {
 #endif
 }
 
-// clear_zero_signs for BF16 or FP16 values from their pair words (kPairs; element 2i in the low half
-// of pairs[i]), with the same signs and result: each half's magnitude bits m less one, where a zero
+// sign_zeros for BF16 or FP16 values from their pair words (kPairs; element 2i in the low half of
+// pairs[i]), with the same signs and result: each half's magnitude bits m less one, where a zero
 // wraps to 0xFFFF, ((m | 0x8000) - 1) ^ 0x8000 in 32-bit arithmetic (no borrow crosses a half);
 // only a zero's has its top bit set, and bits 15 and 31 are what sign_nibbles_pairs reads, so those
-// nibbles clear the zeros' signs; a paired minimum finds the smallest nonzero magnitude (the
-// magnitude bits of either type order as the values). Fewer instructions than the unpacked values'.
+// nibbles mark the zeros; a paired minimum finds the smallest nonzero magnitude (the magnitude bits
+// of either type order as the values). Fewer instructions than the unpacked values'.
 template <int kN, PairWords kPairs>
-KVQ_HD inline bool clear_zero_signs_of_pairs(const std::uint32_t* pairs, const BlockPlan& p, std::uint32_t* signs) {
+KVQ_HD inline bool sign_zeros_of_pairs(const std::uint32_t* pairs, const BlockPlan& p, ZeroSign z,
+                                       std::uint32_t* signs) {
   static_assert(kPairs != PairWords::none);
   if (p.op == ElementOp::multiply && p.by == 0.0f) {
     KVQ_UNROLL
-    for (int w = 0; w < kN / 8; ++w) signs[w] = 0;
+    for (int w = 0; w < kN / 8; ++w) signs[w] = z == ZeroSign::minus ? 0x88888888u : 0u;
     return true;
   }
   std::uint32_t less[kN / 2];
@@ -508,21 +519,24 @@ KVQ_HD inline bool clear_zero_signs_of_pairs(const std::uint32_t* pairs, const B
     least = min_u16x2(least, less[i]);
   }
   KVQ_UNROLL
-  for (int w = 0; w < kN / 8; ++w) signs[w] &= ~sign_nibbles_pairs(less + 4 * w);
+  for (int w = 0; w < kN / 8; ++w) {
+    const std::uint32_t zeros = sign_nibbles_pairs(less + 4 * w);
+    signs[w] = z == ZeroSign::minus ? signs[w] | zeros : signs[w] & ~zeros;
+  }
   const std::uint32_t lo = least & 0xffffu, hi = least >> 16, m = lo < hi ? lo : hi;
   if (m == 0xffffu) return true;  // every element zero
   const float smallest = kPairs == PairWords::bf16 ? float_from_bits((m + 1u) << 16)
                                                    : fp16_value(static_cast<std::uint16_t>(m + 1u));
   return (p.op == ElementOp::divide ? smallest / p.by : smallest * p.by) >= 0x1p-126f;
 }
-// clear_zero_signs from the pair words where the caller has them (kPairs), else from the values.
+// sign_zeros from the pair words where the caller has them (kPairs), else from the values.
 template <int kN, PairWords kPairs>
-KVQ_HD inline bool clear_zero_signs_of(const float* x, const std::uint32_t* pairs, const BlockPlan& p,
-                                       std::uint32_t* signs) {
+KVQ_HD inline bool sign_zeros_of(const float* x, const std::uint32_t* pairs, const BlockPlan& p, ZeroSign z,
+                                 std::uint32_t* signs) {
   if constexpr (kPairs != PairWords::none) {
-    return clear_zero_signs_of_pairs<kN, kPairs>(pairs, p, signs);
+    return sign_zeros_of_pairs<kN, kPairs>(pairs, p, z, signs);
   } else {
-    return clear_zero_signs<kN>(x, p, signs);
+    return sign_zeros<kN>(x, p, z, signs);
   }
 }
 
@@ -706,7 +720,7 @@ KVQ_HD inline FourOverSixPlans amax_lean_plans(const Recipe& r, const GlobalTerm
 // The package's two-candidate rule (recipe_detail::quantize_two_level_amax) on the usual block, in
 // one test: a lean amax with its table, amax_lean_plans fast, both candidates small (|q| < 7 and
 // <= 4.5, where the package's rounding is the half-to-even cast: e2m1_by_rounding_value), and the
-// zero inputs' signs cleared (clear_zero_signs_of with the /4 plan's smaller multiplier: no nonzero x
+// zero inputs' signs cleared (sign_zeros_of with the /4 plan's smaller multiplier: no nonzero x
 // gives a zero value under either). There pick_four_over_six<kN, true> computes what the package
 // does, the estimates' bound holding for its error (estimate_error). False: the caller decides.
 template <int kN, PairWords kPairs>
@@ -716,7 +730,7 @@ KVQ_HD inline bool four_over_six_amax_usual(const Recipe& r, const GlobalTerms& 
   if (!t.lean) return false;
   const FourOverSixPlans p = amax_lean_plans(r, t, bmax);
   if (!(p.fast && bmax * p.six.by < 7.0f && bmax * p.four.by <= 4.5f &&
-        clear_zero_signs_of<kN, kPairs>(x, pairs, p.four, signs)))
+        sign_zeros_of<kN, kPairs>(x, pairs, p.four, ZeroSign::plus, signs)))
     return false;
   *scale = pick_four_over_six<kN, true>(r, x, signs, t.g, p, words);
   return true;
@@ -759,14 +773,20 @@ KVQ_HD constexpr bool casts_zero_unsigned(const Recipe& r) {
   return r.element_cast == ElementCast::satfinite_unsigned_zero || r.element_cast == ElementCast::bounds_count ||
          r.element_cast == ElementCast::e2m1_by_rounding;
 }
+// How the recipe's cast signs a zero value on a finite block (packed_detail::ZeroSign).
+KVQ_HD constexpr packed_detail::ZeroSign zero_sign_of(const Recipe& r) {
+  if (casts_zero_unsigned(r)) return packed_detail::ZeroSign::plus;
+  if (r.element_cast == ElementCast::satfinite_negative_zero) return packed_detail::ZeroSign::minus;
+  return packed_detail::ZeroSign::of_x;
+}
 
 // Engine variants whose finite blocks quantize_block_packed packs (PackedRoute::variant_plan): E2M1
-// elements, half to even (or half away under a power-of-two scale), under the reference two-level
+// elements, half to even (or half away or toward zero under a power-of-two scale), under the reference two-level
 // rule (torchao, ModelOpt, compressed-tensors; elements divided IEEE or multiplied), the
 // four-over-six package's one-candidate rule (TwoLevel::amax_encode) or a power-of-two rule with
-// FP32 elements (block-FP4), whose plan the recipe's own arithmetic gives (variant_plan), cast
-// satfinite on a finite block (torchao's cast differs for a NaN value alone) but for a zero's sign
-// (casts_zero_unsigned). The package's rounding (e2m1_by_rounding, half to even) is that cast
+// FP32 elements (block-FP4, ModelOpt's MXFP4), whose plan the recipe's own arithmetic gives
+// (variant_plan), cast satfinite on a finite block (torchao's cast differs for a NaN value alone)
+// but for a zero's sign (zero_sign_of). The package's rounding (e2m1_by_rounding, half to even) is that cast
 // below 7 (7 rounds to 8 there): a block whose values may reach 7 goes to quantize_block.
 KVQ_HD constexpr bool has_packed_variant_form(const Recipe& r) {
   const bool two_level = r.scale == BlockScale::e4m3_two_level &&
@@ -774,10 +794,11 @@ KVQ_HD constexpr bool has_packed_variant_form(const Recipe& r) {
                          r.division != Division::full_approx && r.element_rounding == Rounding::nearest_even;
   const bool pow2 = r.scale == BlockScale::e8m0_pow2 && r.scale_dtype == FormatId::fp32 &&
                     (r.element_rounding == Rounding::nearest_even ||
-                     (r.element_rounding == Rounding::nearest_away && r.element_cast != ElementCast::e2m1_by_rounding));
+                     ((r.element_rounding == Rounding::nearest_away || r.element_rounding == Rounding::nearest_toward_zero) &&
+                      r.element_cast != ElementCast::e2m1_by_rounding));
   return is_engine_variant(r) && r.element == FormatId::e2m1 && (two_level || pow2) && !r.element_input_bf16 &&
          (r.element_cast == ElementCast::satfinite || r.element_cast == ElementCast::torchao_e2m1 ||
-          casts_zero_unsigned(r));
+          zero_sign_of(r) != packed_detail::ZeroSign::of_x);
 }
 // The plan of a finite block (max |x| = m, no NaN) of a recipe with has_packed_variant_form (g: the
 // tensor parameter, amax itself for amax_encode).
@@ -891,7 +912,9 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_packed(const Recipe& r, con
     if (m <= kFp32Max) {  // finite: no element is NaN
       bool lean = false;  // the two-level variants', with g's table
       const BlockPlan p = packed_detail::variant_plan_of(r, t, m, &lean);
-      if (packed_detail::packable(p) && (!casts_zero_unsigned(r) || packed_detail::clear_zero_signs_of<kN, kPairs>(x, pairs, p, signs)) &&
+      const packed_detail::ZeroSign zero = zero_sign_of(r);
+      if (packed_detail::packable(p) &&
+          (zero == packed_detail::ZeroSign::of_x || packed_detail::sign_zeros_of<kN, kPairs>(x, pairs, p, zero, signs)) &&
           packed_detail::encode_plan_words<kN>(r, p, m, x, signs, words)) {
         took(lean ? PackedRoute::variant_lean_plan : PackedRoute::variant_plan);
         return p.scale_code;

@@ -17,9 +17,9 @@ enum class FastPath : int {
   e4m3_from_fp64, e4m3_from_fp64_sticky, e2m1_magic, int4_magic, e2m1_divide_a, e2m1_divide_b, bf16x2_rne_finite,
   fp16x2_rne_finite, e4m3x2_of_products, e4m3x4_satfinite, e2m1_magic_away,
   e2m1_magic_below_7, e2m1_magic_to_4_5, scale_quotient_a, scale_quotient_b, code_terms, e2m1_round_below_7,
-  bf16x2_max_magnitude, pair_sign_nibbles, fp16x2_max_magnitude, e4m3_nonsaturating
+  bf16x2_max_magnitude, pair_sign_nibbles, fp16x2_max_magnitude, e4m3_nonsaturating, e2m1_magic_toward_zero
 };
-inline constexpr int kFastPathCount = 32;
+inline constexpr int kFastPathCount = 33;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
     "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
@@ -28,7 +28,7 @@ inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "fp16x2-rne-finite", "e4m3x2-of-products-finite", "e4m3x4-rne-satfinite", "e2m1-magnitude-magic-away",
     "e2m1-magnitude-magic-below-7", "e2m1-magnitude-magic-to-4.5", "scale-quotient-by-reciprocal-set-a",
     "scale-quotient-by-reciprocal-set-b", "code-terms", "e2m1-round-below-7", "bf16x2-max-magnitude",
-    "pair-sign-nibbles", "fp16x2-max-magnitude", "e4m3-rne-nonsaturating"};
+    "pair-sign-nibbles", "fp16x2-max-magnitude", "e4m3-rne-nonsaturating", "e2m1-magnitude-magic-toward-zero"};
 
 // Denominators of the divide cases (formats/packed_quantize.hpp: divide_by_reciprocal is used for
 // d in [2^-64, 2^64]): both ends, powers of two, E4M3 x FP32 products, odd mantissas, near-ones.
@@ -225,14 +225,17 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
     case FastPath::pair_sign_nibbles: return pair_signs_case(bits, false);
     case FastPath::fp16x2_max_magnitude: return pair_max_case(kFP16, bits, false);
     case FastPath::e4m3_nonsaturating: return e4m3_nonsaturating_fast(x);
+    case FastPath::e2m1_magic_toward_zero:
+      return bits_of(e2m1_magnitude_magic_toward_zero(fabsf(x))) - bits_of(kMagnitudeMagic);
   }
   return 0;
 }
 
 KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) {
   const Conversion e2m1 = convention_conversion(ConventionId::cuda_satfinite, FormatId::e2m1, Rounding::nearest_even);
-  Conversion e2m1_away = e2m1;
+  Conversion e2m1_away = e2m1, e2m1_toward_zero = e2m1;
   e2m1_away.rounding = Rounding::nearest_away;
+  e2m1_toward_zero.rounding = Rounding::nearest_toward_zero;
   const auto code = static_cast<std::uint8_t>(bits & 0xFF);
   switch (p) {
     case FastPath::e2m1_rne: return static_cast<std::uint32_t>(encode(kE2M1, e2m1, unpack(kFP32, bits)));
@@ -287,6 +290,8 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
       return static_cast<std::uint32_t>(encode(
           kE4M3FN, convention_conversion(ConventionId::torch, FormatId::e4m3fn, Rounding::nearest_even),
           unpack(kFP32, (bits & 0x7fffffffu) > 0x7f800000u ? bits_of(canonical_nan()) : bits)));
+    case FastPath::e2m1_magic_toward_zero:  // the magnitude code rounded half toward zero, NaN -> 7
+      return static_cast<std::uint32_t>(encode(kE2M1, e2m1_toward_zero, unpack(kFP32, bits))) & 7u;
   }
   return 0;
 }

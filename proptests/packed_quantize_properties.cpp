@@ -50,7 +50,7 @@ rc::Gen<PackedCase> gen_case(const Recipe& r, int n) {
                                                   [](std::uint32_t b) { return float_from_bits(b); }))},
         {1, rc::gen::just(V(static_cast<std::size_t>(n), 0.0f))},
         // One value near FP32's top, the rest near its bottom, any signs: quotients and products
-        // that underflow to +-0 (the variant route's zero signs: casts_zero_unsigned)
+        // that underflow to +-0 (the variant route's zero signs: zero_sign_of)
         {1, rc::gen::exec([n] {
            V w = *scaled_from(n, {0.0f, 1.0f, 1.5f, 1.75f}, *rc::gen::inRange(-149, -100));
            w[*rc::gen::inRange(0, n)] = std::ldexp(*rc::gen::element(1.0f, -1.5f), *rc::gen::inRange(90, 128));

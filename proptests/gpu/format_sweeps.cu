@@ -104,8 +104,9 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
     KVQ_FAST_CASE(pair_sign_nibbles)
     KVQ_FAST_CASE(fp16x2_max_magnitude)
     KVQ_FAST_CASE(e4m3_nonsaturating)
+    KVQ_FAST_CASE(e2m1_magic_toward_zero)
 #undef KVQ_FAST_CASE
-    static_assert(props::kFastPathCount == 32, "one KVQ_FAST_CASE line per fast path");
+    static_assert(props::kFastPathCount == 33, "one KVQ_FAST_CASE line per fast path");
   }
   return cudaErrorInvalidValue;
 }
