@@ -177,15 +177,18 @@ KVQ_HD inline NibbleScaling nibble_requant_scaling(const Recipe& r, std::uint8_t
 KVQ_HD constexpr std::uint32_t round_to_odd_bits(std::uint32_t toward_zero, std::uint32_t magnitude_up) {
   return toward_zero | (magnitude_up & 1u);
 }
+#if defined(__CUDA_ARCH__)
+// The exact product a * b rounded to odd in FP32, a and b finite: the product rounded toward zero,
+// its last bit set where the magnitude rounded up differs (round_to_odd_bits).
+__device__ inline float product_rounded_to_odd(float a, float b) {
+  return __uint_as_float(
+      round_to_odd_bits(__float_as_uint(__fmul_rz(a, b)), __float_as_uint(__fmul_ru(fabsf(a), fabsf(b)))));
+}
+#endif
 KVQ_HD inline std::uint16_t e4m3x2_of_products(float a0, float b0, float a1, float b1) {
 #if defined(__CUDA_ARCH__)
-  float odd[2];
-  const float a[2] = {a0, a1}, b[2] = {b0, b1};
-  KVQ_UNROLL
-  for (int i = 0; i < 2; ++i)
-    odd[i] = __uint_as_float(round_to_odd_bits(__float_as_uint(__fmul_rz(a[i], b[i])),
-                                               __float_as_uint(__fmul_ru(fabsf(a[i]), fabsf(b[i])))));
-  return __nv_cvt_float2_to_fp8x2(float2{odd[0], odd[1]}, __NV_SATFINITE, __NV_E4M3);
+  return __nv_cvt_float2_to_fp8x2(float2{product_rounded_to_odd(a0, b0), product_rounded_to_odd(a1, b1)},
+                                  __NV_SATFINITE, __NV_E4M3);
 #else
   return static_cast<std::uint16_t>(
       e4m3_satfinite_from_double_fast(static_cast<double>(a0) * static_cast<double>(b0)) |
@@ -194,13 +197,12 @@ KVQ_HD inline std::uint16_t e4m3x2_of_products(float a0, float b0, float a1, flo
 }
 
 // The exact product a * b rounded ONCE to BF16 (RNE, IEEE overflow); a, b finite. Device: the product
-// rounded to odd in FP32 as in e4m3x2_of_products (FP32 keeps 16 bits more than BF16 at every
+// rounded to odd in FP32 (product_rounded_to_odd; FP32 keeps 16 bits more than BF16 at every
 // exponent, subnormals included, so the odd last bit stands for all dropped bits; past FP32 max the
 // odd FLT_MAX rounds to inf), then RNE to BF16. Host: the exact FP64 product (bf16_rne_from_double).
 KVQ_HD inline std::uint16_t bf16_rne_of_product(float a, float b) {
 #if defined(__CUDA_ARCH__)
-  return bf16_rne_fast(__uint_as_float(
-      round_to_odd_bits(__float_as_uint(__fmul_rz(a, b)), __float_as_uint(__fmul_ru(fabsf(a), fabsf(b))))));
+  return bf16_rne_fast(product_rounded_to_odd(a, b));
 #else
   return bf16_rne_from_double(static_cast<double>(a) * static_cast<double>(b));
 #endif

@@ -105,6 +105,17 @@ Status time_median(const std::function<Status()>& launch, int repeats, double* m
   return {};
 }
 
+namespace {
+// The copy rate of a row's `bytes` (half read, half written) between buffers of `capacity` bytes:
+// at most 2 x capacity moved, which *copied* gets (BenchRow::copy_bytes).
+Status capped_copy_rate(void* dst, const void* src, std::size_t capacity, double bytes, int repeats, double* gbps,
+                        double* copied) {
+  const std::size_t moved = std::min(static_cast<std::size_t>(bytes), 2 * capacity);
+  *copied = static_cast<double>(moved);
+  return copy_rate(dst, src, moved, repeats, gbps);
+}
+}  // namespace
+
 Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int64_t rows, std::int64_t cols,
                       int repeats, std::vector<BenchRow>* out, std::string* device_name, ScaleSwizzle paged_swizzle) {
   cudaDeviceProp prop{};
@@ -125,9 +136,7 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
   }
   double copied = 0;  // the bytes of the last copy_gbps
   auto copy_gbps = [&](double bytes, double* gbps) {  // bytes/2 read + bytes/2 written, at most the input's
-    const std::size_t moved = std::min(static_cast<std::size_t>(bytes), 2 * in_bytes);
-    copied = static_cast<double>(moved);
-    return copy_rate(copy, x, moved, repeats, gbps);
+    return capped_copy_rate(copy, x, in_bytes, bytes, repeats, gbps, &copied);
   };
   float amax = 0.0f;  // max |x|
   if (e.ok()) {
@@ -232,14 +241,6 @@ Status run_benchmarks(const std::vector<BenchCase>& cases, DType dtype, std::int
 namespace kvq::kernels {
 namespace {
 
-// The copy of `bytes` (at most 2 x capacity, which *copied* gets).
-Status mla_copy_rate(void* dst, const void* src, std::size_t capacity, double bytes, int repeats, double* gbps,
-                     double* copied) {
-  const std::size_t moved = std::min(static_cast<std::size_t>(bytes), 2 * capacity);
-  *copied = static_cast<double>(moved);
-  return copy_rate(dst, src, moved, repeats, gbps);
-}
-
 std::vector<std::int32_t> shuffled(std::int64_t n) {  // a fixed permutation (xorshift), no device RNG needed
   std::vector<std::int32_t> v(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i);
@@ -279,7 +280,7 @@ Status run_mla_benchmarks(int repeats, std::vector<BenchRow>* out) {
     if (!e.ok()) return;
     double ms = 0, copy_rate = 0, copied = 0;
     e = time_median(launch, repeats, &ms);
-    if (e.ok()) e = mla_copy_rate(copy, x, x_bytes, bytes, repeats, &copy_rate, &copied);
+    if (e.ok()) e = capped_copy_rate(copy, x, x_bytes, bytes, repeats, &copy_rate, &copied);
     out->push_back({kernel, what, dtype, bytes, ms, bytes / (ms * 1e6), copy_rate, copied});
   };
   auto* a8 = static_cast<std::uint8_t*>(a);

@@ -83,6 +83,8 @@ constexpr FixedKernel kFixedKernels[] = {
     {"nvfp4-4over6-static6", 0, false, FixedUse::variant_recipe},
     {"nvfp4-4over6", 0, false, FixedUse::variant_recipe},  // its usual block: has_packed_four_over_six_amax_form
     {"mxfp4-modelopt", 0, false, FixedUse::variant_recipe},
+    {"mla-model1-tile64", 0, false, FixedUse::variant_recipe},  // 8-bit: quantize_block, every field a constant
+    {"mla-model1-mxfp8-tile32", 0, false, FixedUse::variant_recipe},
     // and by shape: per-tensor FP8 (Triton, PyTorch casts).
     {"fp8-e4m3-tensor-triton", kTensorChunk, false, FixedUse::variant_quantize},
 };
