@@ -22,7 +22,8 @@ namespace kvq::kernels::quantize_shared {
 // engine variants' quantize rules with the shape alone fixed (quantize kernels: the runtime recipe,
 // its arrays of a constant size; per tensor, quantize_tensor_span), or one engine variant's quantize with every
 // field of its recipe a constant (quantize kernels: the packed variant route of
-// formats/packed_quantize.hpp; with the recipe at run time the route's registers spilled).
+// formats/packed_quantize.hpp for 4-bit elements, quantize_block for 8-bit ones; with the recipe at
+// run time the route's registers spilled, and quantize_block ran its variant loops out of line).
 enum class FixedUse : std::uint8_t { reference, decode_only, variant_quantize, variant_recipe };
 
 struct Config {

@@ -136,6 +136,16 @@ float lean_range_parameter(float other) {
       {1, rc::gen::element(0x1p-40f, 0x1p40f, 0x1.fffffep-41f, 0x1.000002p40f, other)},
   });
 }
+// A lean_range_parameter g with recipe r's table of its code terms and its GlobalTerms (which point
+// into the table: not copied).
+struct ParameterTerms {
+  ParameterTerms(const Recipe& r, float other)
+      : g(lean_range_parameter(other)), table(code_table(r, g)), t(global_terms(g, table.at)) {}
+  ParameterTerms(const ParameterTerms&) = delete;
+  float g;
+  CodeTable table;
+  GlobalTerms t;
+};
 // The same plan: scale code, operation and multiplier, bit for bit.
 void assert_same_plan(const BlockPlan& mine, const BlockPlan& plan) {
   RC_ASSERT(hex_code(kE4M3FN, mine.scale_code) == hex_code(kE4M3FN, plan.scale_code));
@@ -184,13 +194,12 @@ void check_lean_plan(const Recipe& r) {
 // divisor and each of its 16 nearest FP32 neighbours: the scale's ties and near-ties, where a
 // quotient off by an ulp shows.
 void check_fast_plans(const Recipe& r) {
-  const float g = lean_range_parameter(0x1.555556p-11f);
-  const CodeTable table = code_table(r, g);
-  const GlobalTerms t = global_terms(g, table.at);
+  const ParameterTerms terms(r, 0x1.555556p-11f);
+  const float g = terms.g;
   int fast = 0;
   const auto check = [&](float bmax) {
     if (!(bmax > 0.0f && bmax <= kFp32Max)) return;
-    const packed_detail::FourOverSixPlans p = packed_detail::four_over_six_plans(r, t, bmax);
+    const packed_detail::FourOverSixPlans p = packed_detail::four_over_six_plans(r, terms.t, bmax);
     if (!p.fast) return;
     ++fast;
     for (const float d : {6.0f, 4.0f})
@@ -295,20 +304,19 @@ void check_amax_error_estimate(const Recipe& r, const PackedCase& c) {
 // past the lean range, with the bounds and their neighbours; or bmax the preimage of an E4M3
 // midpoint of s6 or s4 and its 16 nearest FP32 neighbours (the scale's ties and near ties).
 void check_amax_lean_plans(const Recipe& r) {
-  const float amax = lean_range_parameter(0x1.8p-3f);
-  const CodeTable table = code_table(r, amax);
-  const GlobalTerms t = global_terms(amax, table.at);
+  const ParameterTerms terms(r, 0x1.8p-3f);
+  const float amax = terms.g;
   int lean = 0;
   const auto check = [&](float bmax) {
     if (!(bmax >= 0.0f && bmax <= kFp32Max)) return;
     if (r.two_level == TwoLevel::amax_encode) {
       bool is_lean = false;
-      const BlockPlan mine = packed_detail::variant_plan_of(r, t, bmax, &is_lean);
+      const BlockPlan mine = packed_detail::variant_plan_of(r, terms.t, bmax, &is_lean);
       lean += is_lean;
       assert_same_plan(mine, recipe_detail::amax_encode_plan(r, amax, bmax, false));
       return;
     }
-    const packed_detail::FourOverSixPlans p = packed_detail::amax_lean_plans(r, t, bmax);
+    const packed_detail::FourOverSixPlans p = packed_detail::amax_lean_plans(r, terms.t, bmax);
     if (!p.fast) return;
     ++lean;
     assert_same_plan(p.six, recipe_detail::amax_encode_plan(r, amax, bmax, false));
