@@ -752,8 +752,9 @@ KVQ_HD KVQ_VARIANT_NOINLINE inline void pow2_elements_in_scale_dtype(Recipe r, i
 
 // quantize_block's rule for n <= kMaxRecipeBlock values of a block whose max |x| (NaN ignored) is
 // bmax and any_nan = some element of the block is NaN, where x may be a part of the block (the MLA
-// writers encode a tile 16 values at a time: kernels/mla_kernels.hpp). Every rule but the
-// four-over-six ones, which compare the whole block's errors (x must then be the whole block).
+// writers encode a tile 16 values (the twin) or 8 (the kernel) at a time: kernels/mla_kernels.hpp).
+// Every rule but the four-over-six ones, which compare the whole block's errors (x must then be the
+// whole block).
 KVQ_HD KVQ_KERNEL_INLINE std::uint8_t quantize_block_with_max(const Recipe& r, float g, const float* x, int n, float bmax,
                                                               bool any_nan, std::uint8_t* codes) {
   using namespace recipe_detail;

@@ -36,16 +36,17 @@ KVQ_HD inline int lanes_of(const QuantizeShape& s) { return s.recipe.block / kLa
 // Code words (four bytes each) of a span: two of 4-bit codes, four of 8-bit ones.
 KVQ_HD inline int span_words(const QuantizeShape& s) { return s.packed() ? kLaneSpan / 8 : kLaneSpan / 4; }
 
-// The largest |x| of a span with NaN ignored, and whether some element is NaN (also a 16-dim chunk
-// of the MLA writers' tiles, kernels/mla_kernels.hpp).
+// The largest |x| of a span of kN values with NaN ignored, and whether some element is NaN (also a
+// piece of the MLA writers' tiles, kernels/mla_kernels.hpp).
 struct SpanMax {
   float max = 0.0f;
   bool nan = false;
 };
+template <int kN = kLaneSpan>
 KVQ_HD inline SpanMax span_max(const float* x) {
   SpanMax m;
   KVQ_UNROLL
-  for (int i = 0; i < kLaneSpan; ++i) {
+  for (int i = 0; i < kN; ++i) {
     const float a = fabsf(x[i]);
     m.nan = m.nan || a != a;
     m.max = a > m.max ? a : m.max;  // NaN never wins

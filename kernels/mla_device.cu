@@ -83,33 +83,41 @@ __global__ void requantize_576_to_656_kernel(std::int64_t slots, std::int64_t bl
       });
 }
 
-// A warp per token: lane j loads nope chunk j (16 dims) and its partial max, the lanes of a
-// tile combine theirs by xor shuffles (tile / 16 lanes, aligned groups), each lane encodes its
-// chunk under the layout's tile rule (mla_tile_recipe), lane 0 gathers the tile scale words and
-// writes the scale record, lanes 0..7 copy the rope. A warp loads its next token (slot, nope and
-// rope words) before it works on this one, so that a token's loads are in flight during the previous
-// token's work (docs/performance.md "MLA layouts and the NVFP4 paged workspace").
+// A warp per token, in pieces of 8 nope dims (16 bytes of BF16 in, 8 codes out): lane j takes
+// pieces j and j + 32, so that each of a warp's loads and stores is contiguous (a lane's 16-dim chunk,
+// two 16-byte loads at a 32-byte lane stride, fetched each sector twice: docs/performance.md). The
+// lanes of a tile (tile / 8 of them, aligned groups) combine their maxima by xor shuffles, each lane
+// encodes its pieces under the layout's tile rule (mla_tile_recipe; a code depends on its value
+// and the tile's max alone, so the bytes are the twin's, which encodes 16-dim chunks), lane 0
+// gathers the tile scale words and writes the scale record, lanes 0..7 copy the rope. A warp loads
+// its next token (slot, nope and rope words) before it works on this one, so that a token's loads
+// are in flight during the previous token's work.
 template <MlaLayoutId L>
 __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const std::int64_t* slot_mapping,
                                 std::int64_t num_tokens, std::uint8_t* cache) {
   c.layout = L;  // the layout a constant: offsets fold at compile time
   constexpr MlaLayout l = mla_layout(L);
-  constexpr int per_tile = l.tile / kQuantChunk;
+  constexpr int kPiece = kQuantChunk / 2;
+  constexpr int pieces = l.nope_dims() / kPiece;
+  constexpr int per_tile = l.tile / kPiece;  // lanes a tile, in each half
+  constexpr int first_tiles = 32 * kPiece / l.tile;  // the tiles of pieces 0..31
   constexpr Recipe r = mla_tile_recipe(l);
   static_assert(mla_tile_ignores_nan(r));
-  static_assert(mla_nope_chunks(l) <= 32 && mla_rope_chunks(l) <= 32 && 32 % per_tile == 0);
+  static_assert(pieces > 32 && pieces <= 64 && pieces % per_tile == 0 && mla_rope_chunks(l) <= 32 &&
+                32 % per_tile == 0);
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const bool nope = lane < mla_nope_chunks(l), rope_lane = lane < mla_rope_chunks(l);
+  const bool second = lane + 32 < pieces, rope_lane = lane < mla_rope_chunks(l);
   const std::int64_t warps = item_stride() / 32;
   struct TokenLoads {
     std::int64_t slot = -1;
-    std::uint32_t nope[kQuantChunk / 2] = {};
+    std::uint32_t nope[2][kPiece / 2] = {};
     std::uint32_t rope[4] = {};
   };
   const auto load = [&](std::int64_t row) {
     TokenLoads t;
     t.slot = slot_mapping[row];
-    if (nope) mla_load_nope_words(l, x, row, lane, t.nope);
+    mla_load_nope_words<kPiece>(l, x, row, lane, t.nope[0]);
+    if (second) mla_load_nope_words<kPiece>(l, x, row, lane + 32, t.nope[1]);
     if (rope_lane) mla_load_rope_chunk(l, x, row, lane, t.rope);
     return t;
   };
@@ -121,18 +129,26 @@ __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const s
     if (row + warps < num_tokens) next = load(row + warps);
     const std::int64_t slot = token.slot;
     if (slot >= 0 && slot < c.slots()) {  // the whole warp takes or skips the token
-      float values[kQuantChunk];
-      SpanMax m;  // the tile's max; its rule ignores NaN elements (mla_tile_ignores_nan), so m.nan stays unset
-      if (nope) m.max = mla_nope_chunk_values(token.nope, values).max;
+      float values[2][kPiece];
+      // The tiles' maxima; their rule ignores NaN elements (mla_tile_ignores_nan), so m.nan stays unset.
+      SpanMax m[2];
       KVQ_UNROLL
-      for (int offset = per_tile / 2; offset > 0; offset /= 2)
-        m = combine({__shfl_xor_sync(0xffffffffu, m.max, offset), false}, m);
-      std::uint8_t code = 0;  // the tile's scale code, from the lanes that encode a chunk of it
-      if (nope) code = mla_store_nope_chunk(c, r, values, m, cache, slot, lane);
-      const std::uint32_t word = mla_tile_scale_word_of_code(l, r, m, code);
+      for (int h = 0; h < 2; ++h) {
+        if (h == 0 || second) m[h].max = mla_nope_chunk_values<kPiece>(token.nope[h], values[h]).max;
+        KVQ_UNROLL
+        for (int offset = per_tile / 2; offset > 0; offset /= 2)
+          m[h] = combine({__shfl_xor_sync(0xffffffffu, m[h].max, offset), false}, m[h]);
+      }
+      std::uint8_t code[2] = {};  // each piece's tile scale code
+      code[0] = mla_store_nope_chunk<kPiece>(c, r, values[0], m[0], cache, slot, lane);
+      if (second) code[1] = mla_store_nope_chunk<kPiece>(c, r, values[1], m[1], cache, slot, lane + 32);
+      const std::uint32_t word[2] = {mla_tile_scale_word_of_code(l, r, m[0], code[0]),
+                                     mla_tile_scale_word_of_code(l, r, m[1], code[1])};
       std::uint32_t words[kMlaMaxTiles];
       KVQ_UNROLL
-      for (int t = 0; t < l.tiles(); ++t) words[t] = __shfl_sync(0xffffffffu, word, t * per_tile);
+      for (int t = 0; t < l.tiles(); ++t)
+        words[t] = t < first_tiles ? __shfl_sync(0xffffffffu, word[0], t * per_tile)
+                                   : __shfl_sync(0xffffffffu, word[1], (t - first_tiles) * per_tile);
       if (lane == 0) mla_store_tile_scales(c, words, cache, slot);
       if (rope_lane) mla_store_rope_chunk(c, token.rope, cache, slot, lane);
     }

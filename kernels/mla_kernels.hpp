@@ -192,14 +192,17 @@ static_assert(kMlaFp8NopeBlockScaleBf16Rope.tile % kQuantChunk == 0 && kMlaModel
 // element is NaN: the lane-split quantizer's span max (kernels/lane_quantize.hpp), a chunk being a span.
 static_assert(kQuantChunk == kLaneSpan);
 // In two halves, so that a kernel can load a token's chunks a token ahead: the chunk's BF16 pair
-// words, then their values and max.
+// words, then their values and max. kDims: the dims of a chunk (16; the kernel's pieces are 8, so
+// that a warp's loads and stores are contiguous), j counting chunks of kDims.
+template <int kDims = kQuantChunk>
 KVQ_HD inline void mla_load_nope_words(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
                                        std::uint32_t* words) {
-  io::load_pair_words<kQuantChunk>(x, row * l.dims() + j * kQuantChunk, words);
+  io::load_pair_words<kDims>(x, row * l.dims() + j * kDims, words);
 }
+template <int kDims = kQuantChunk>
 KVQ_HD inline SpanMax mla_nope_chunk_values(const std::uint32_t* words, float* values) {
-  io::unpack_pair_words<kQuantChunk>(DType::bf16, words, values);
-  return span_max(values);
+  io::unpack_pair_words<kDims>(DType::bf16, words, values);
+  return span_max<kDims>(values);
 }
 KVQ_HD inline SpanMax mla_load_nope_chunk(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
                                           float* values) {
@@ -229,15 +232,16 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint32_t mla_tile_scale_word(const MlaLayout& l, c
   return mla_tile_scale_word_of_code(l, r, m, code);
 }
 
-// Encodes nope chunk j of a tile with max m (quantize_block_with_max: the tile's rule, 16 values),
-// stores its 16 codes and returns the tile's scale code as that rule computed it (E8M0 rules; 0
-// for a per-tile FP32 rule).
+// Encodes nope chunk j of a tile with max m (quantize_block_with_max: the tile's rule, kDims values,
+// each code a function of its value and m alone), stores its codes and returns the tile's scale code
+// as that rule computed it (E8M0 rules; 0 for a per-tile FP32 rule).
+template <int kDims = kQuantChunk>
 KVQ_HD KVQ_KERNEL_INLINE std::uint8_t mla_store_nope_chunk(const MlaCacheShape& c, const Recipe& r, const float* values,
                                                            SpanMax m, std::uint8_t* cache, std::int64_t slot, int j) {
   const float s = r.scale == BlockScale::tensor_only ? tensor_scale(r, m.max) : 0.0f;
-  std::uint8_t codes[kQuantChunk];
-  const std::uint8_t scale_code = quantize_block_with_max(r, s, values, kQuantChunk, m.max, m.nan, codes);
-  io::store_bytes(cache + c.part(slot, MlaPart::nope) + j * kQuantChunk, codes, kQuantChunk);
+  std::uint8_t codes[kDims];
+  const std::uint8_t scale_code = quantize_block_with_max(r, s, values, kDims, m.max, m.nan, codes);
+  io::store_bytes(cache + c.part(slot, MlaPart::nope) + j * kDims, codes, kDims);
   return r.scale == BlockScale::tensor_only ? 0 : scale_code;
 }
 

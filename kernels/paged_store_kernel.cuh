@@ -29,9 +29,10 @@ namespace kvq::kernels::paged_kernel {
 // (kernels/paged_store_fixed.cu.in). The first list's run their recipe with the reference
 // arithmetic (with_reference_arithmetic; for nvfp4-torchao, torchao's form with IEEE division and
 // the satfinite cast), nearest-even elements and the approx_ftz reciprocal; the second list's
-// (from KVQ_PAGED_FIRST_VARIANT on) run their engine variant exactly, through the packed variant
-// route (formats/packed_quantize.hpp has_packed_variant_form) or the four-over-six package's usual
-// block (has_packed_four_over_six_amax_form). Other engine variants run the generic kernel.
+// (from KVQ_PAGED_FIRST_VARIANT on) run their engine variant exactly: NVFP4 through the packed
+// variant route (formats/packed_quantize.hpp has_packed_variant_form) or the four-over-six
+// package's usual block (has_packed_four_over_six_amax_form), per-tensor E4M3 through
+// quantize_block on the variant's recipe as a constant. Other engine variants run the generic kernel.
 constexpr int kGeneric = -1;
 #define KVQ_PAGED_FIXED_NAME(i, name) name,
 inline constexpr std::string_view kFixedNames[] = {KVQ_PAGED_FIXED(KVQ_PAGED_FIXED_NAME)};
@@ -47,8 +48,9 @@ constexpr Recipe fixed_recipe() {
   constexpr std::optional<NamedRecipe> named = recipe_from_name(kFixedNames[C]);
   static_assert(named.has_value(), "KVQ_PAGED_FIXED_RECIPES names a recipe of formats/recipe_names.hpp");
   static_assert(!kVariantOf<C> || has_packed_variant_form(named->recipe) ||
-                    has_packed_four_over_six_amax_form(named->recipe),
-                "KVQ_PAGED_VARIANT_RECIPES names engine variants with a packed form");
+                    has_packed_four_over_six_amax_form(named->recipe) ||
+                    (named->recipe.element == FormatId::e4m3fn && named->recipe.scale == BlockScale::tensor_only),
+                "KVQ_PAGED_VARIANT_RECIPES names NVFP4 engine variants with a packed form, or per-tensor E4M3 ones");
   Recipe r = kVariantOf<C> ? named->recipe : with_reference_arithmetic(named->recipe);
   r.block = kPagedChunk;
   return r;

@@ -202,7 +202,12 @@ Status quantize(const QuantizeShape& s, DType input, const void* x, float g, std
     if constexpr (kLaneSplitOf<C, T> || !kQuantizesOf<C>) {  // lane-split (above), decode-only: no kernel built
       return cudaErrorInvalidValue;
     } else {
-      if constexpr (kOccupiedOf<C>) {
+      if constexpr (kTensorSpansOf<C> && kFixed[C].use == FixedUse::variant_quantize) {
+        // The per-tensor engine variants' kernel (a runtime recipe): one resident wave
+        // (docs/performance.md "Resident grids").
+        return launch::launch_resident<quantize_kernel<C, T>>(grid_for(work, kThreads), kThreads, st, s, x, g, codes,
+                                                               scales);
+      } else if constexpr (kOccupiedOf<C>) {
         quantize_kernel_occupied<C, T><<<grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales);
       } else {
         quantize_kernel<C, T><<<grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales);

@@ -8,9 +8,30 @@
 
 namespace kvq::oracle {
 
-Exact power_of_two(int e) {
+namespace {
+
+Exact power_of_two_built(int e) {
   BigInt one = 1;
   return e >= 0 ? Exact(one << e) : Exact(BigInt(1), one << -e);
+}
+
+}  // namespace
+
+Exact power_of_two(int e) {
+  // Built once for every exponent of the formats' values and their steps (FP64's 2^-1074 to 2^1024,
+  // with room); each call copies one (normalising a fresh 1 / 2^k costs a gcd a call).
+  constexpr int kLowest = -1200, kHighest = 1200;
+  static const std::vector<Exact> built = [] {
+    std::vector<Exact> t;
+    for (int k = kLowest; k <= kHighest; ++k) t.push_back(power_of_two_built(k));
+    return t;
+  }();
+  return e >= kLowest && e <= kHighest ? built[static_cast<std::size_t>(e - kLowest)] : power_of_two_built(e);
+}
+
+bool less(const Exact& a, const Exact& b) {
+  return boost::multiprecision::numerator(a) * boost::multiprecision::denominator(b) <
+         boost::multiprecision::numerator(b) * boost::multiprecision::denominator(a);
 }
 
 namespace {
@@ -67,8 +88,8 @@ int floor_log2(const Exact& a) {
   const BigInt& num = boost::multiprecision::numerator(a);
   const BigInt& den = boost::multiprecision::denominator(a);
   int e = static_cast<int>(boost::multiprecision::msb(num)) - static_cast<int>(boost::multiprecision::msb(den));
-  while (power_of_two(e) > a) --e;
-  while (power_of_two(e + 1) <= a) ++e;
+  while (less(a, power_of_two(e))) --e;
+  while (!less(a, power_of_two(e + 1))) ++e;
   return e;
 }
 
@@ -95,7 +116,7 @@ const Table& table_for(Format f) {
   const std::uint64_t codes = std::uint64_t{1} << (f.bits() - (f.is_signed ? 1 : 0));
   for (std::uint64_t code = 0; code < codes; ++code)
     if (auto v = exact_value(f, code)) entries.emplace_back(*v, code);
-  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return less(a.first, b.first); });
   Table t;
   for (auto& [v, c] : entries) {
     t.values.push_back(v);
@@ -152,13 +173,17 @@ std::uint64_t overflow_result(Format f, const Conversion& c, bool negative, bool
 std::optional<Exact> exact_value(Format f, std::uint64_t code) {
   const Fields x = fields_of(f, code);
   if (code_is_nan(f, x) || code_is_inf(f, x)) return std::nullopt;
-  Exact v;
-  if (f.has_zero && x.exponent_field == 0) {
-    v = Exact(BigInt(x.mantissa_field)) * power_of_two(1 - f.bias - f.mantissa_bits);
-  } else {
-    v = (1 + Exact(BigInt(x.mantissa_field)) / power_of_two(f.mantissa_bits)) *
-        power_of_two(static_cast<int>(x.exponent_field) - f.bias);
+  // The integer significand (mantissa field, plus 2^mantissa_bits for a normal value) times 2^(the
+  // binade's exponent - mantissa_bits); its factors of two moved into the exponent, so that the
+  // rational is built in lowest terms.
+  const bool subnormal = f.has_zero && x.exponent_field == 0;
+  std::uint64_t significand = x.mantissa_field + (subnormal ? 0 : std::uint64_t{1} << f.mantissa_bits);
+  int exponent = (subnormal ? 1 - f.bias : static_cast<int>(x.exponent_field) - f.bias) - f.mantissa_bits;
+  while (significand != 0 && significand % 2 == 0) {
+    significand /= 2;
+    ++exponent;
   }
+  const Exact v = Exact(BigInt(significand)) * power_of_two(exponent);
   return x.negative ? Exact(-v) : v;
 }
 
@@ -192,20 +217,20 @@ Real real_of_double(double x) {
 Neighbours neighbours_by_table(Format f, const Exact& a) {
   const Table& t = table_for(f);
   Neighbours n;
-  if (a >= t.values.back()) {
+  if (!less(a, t.values.back())) {
     n.lo = t.values.back();
     n.lo_code = t.codes.back();
     n.hi = t.beyond;
     n.hi_beyond_max = true;
     return n;
   }
-  if (a < t.values.front()) {  // only for formats with no zero
+  if (less(a, t.values.front())) {  // only for formats with no zero
     n.below_min = true;
     n.lo = n.hi = t.values.front();
     n.lo_code = n.hi_code = t.codes.front();
     return n;
   }
-  const auto it = std::upper_bound(t.values.begin(), t.values.end(), a);
+  const auto it = std::upper_bound(t.values.begin(), t.values.end(), a, less);
   const auto i = static_cast<std::size_t>(it - t.values.begin());
   n.lo = t.values[i - 1];
   n.lo_code = t.codes[i - 1];
@@ -219,14 +244,14 @@ Neighbours neighbours_by_arithmetic(Format f, const Exact& a) {
   const std::uint64_t max_code = f.max_finite_code();
   const Exact max = *exact_value(f, max_code);
   Neighbours n;
-  if (a >= max) {
+  if (!less(a, max)) {
     n.lo = max;
     n.lo_code = max_code;
     n.hi = step_past_max(f, max);
     n.hi_beyond_max = true;
     return n;
   }
-  if (!f.has_zero && a < power_of_two(lowest)) {
+  if (!f.has_zero && less(a, power_of_two(lowest))) {
     n.below_min = true;
     n.lo = n.hi = power_of_two(lowest);
     return n;
@@ -259,7 +284,7 @@ std::uint64_t round_to_format(Format f, const Conversion& c, const Real& x_in, s
   const Neighbours n = f.bits() <= 16 ? neighbours_by_table(f, x.magnitude) : neighbours_by_arithmetic(f, x.magnitude);
   if (n.below_min) return n.lo_code;
   if (x.magnitude == n.lo) return sign | n.lo_code;
-  if (x.magnitude >= n.hi) return overflow_result(f, c, x.negative, false, max_code);  // past the step beyond max
+  if (!less(x.magnitude, n.hi)) return overflow_result(f, c, x.negative, false, max_code);  // past the step beyond max
 
   // lo < |x| < hi: decide by the definition of each rounding mode.
   const Exact gap = n.hi - n.lo;
@@ -267,12 +292,12 @@ std::uint64_t round_to_format(Format f, const Conversion& c, const Real& x_in, s
   bool up = false;
   Rounding rounding = c.rounding;
   const int lowest = f.has_zero ? 1 - f.bias : -f.bias;
-  if (c.lowest_binade_rounds_away && x.magnitude > power_of_two(lowest) && x.magnitude < power_of_two(lowest + 1))
+  if (c.lowest_binade_rounds_away && less(power_of_two(lowest), x.magnitude) && less(x.magnitude, power_of_two(lowest + 1)))
     rounding = x.negative ? Rounding::toward_negative : Rounding::toward_positive;
   switch (rounding) {
     case Rounding::nearest_even: {
       if (fraction != Exact(1, 2)) {
-        up = fraction > Exact(1, 2);
+        up = less(Exact(1, 2), fraction);
       } else {  // tie: the neighbour that is an even multiple of the gap
         const Exact lo_in_gaps = n.lo / gap;
         const BigInt whole = boost::multiprecision::numerator(lo_in_gaps);
@@ -280,8 +305,8 @@ std::uint64_t round_to_format(Format f, const Conversion& c, const Real& x_in, s
       }
       break;
     }
-    case Rounding::nearest_away: up = fraction >= Exact(1, 2); break;
-    case Rounding::nearest_toward_zero: up = fraction > Exact(1, 2); break;
+    case Rounding::nearest_away: up = !less(fraction, Exact(1, 2)); break;
+    case Rounding::nearest_toward_zero: up = less(Exact(1, 2), fraction); break;
     case Rounding::toward_zero: up = false; break;
     case Rounding::toward_positive: up = !x.negative; break;
     case Rounding::toward_negative: up = x.negative; break;
@@ -304,7 +329,7 @@ std::int64_t ulp_distance(Format f, std::uint64_t a, std::uint64_t b) {
     if (r.kind == ValueKind::nan || r.kind == ValueKind::infinity)
       throw std::invalid_argument("ulp_distance: code is not finite");
     const Table& t = table_for(f);
-    const auto it = std::lower_bound(t.values.begin(), t.values.end(), r.magnitude);
+    const auto it = std::lower_bound(t.values.begin(), t.values.end(), r.magnitude, less);
     const auto index = static_cast<std::int64_t>(it - t.values.begin());
     return r.negative ? -index : index;
   };

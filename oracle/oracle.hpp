@@ -19,6 +19,10 @@ using Exact = boost::multiprecision::cpp_rational;
 using BigInt = boost::multiprecision::cpp_int;
 
 Exact power_of_two(int e);
+// a < b, by the cross products of numerators and (positive) denominators: the same order as the
+// rationals' operator<, which walks a continued fraction with a division a step (several times
+// slower on the oracle's operands).
+bool less(const Exact& a, const Exact& b);
 int floor_log2(const Exact& positive);  // exact floor(log2 x), x > 0
 
 // A real input: NaN, +-inf, or an exact finite value (zero carries its sign).

@@ -83,6 +83,36 @@ void register_oracle_properties() {
       return tally.outcome(ctx);
     });
   }
+  // The oracle's comparison by cross products is the rationals' own order (their operator<), on
+  // rationals of 64-bit numerators and denominators times powers of two up to 2^+-200.
+  add_property("oracle", "less-is-the-rational-order", Device::cpu, [](const RunContext& ctx) {
+    return check_random(ctx, [] {
+      const auto rational = [] {
+        const auto num = *rc::gen::arbitrary<std::int64_t>();
+        const auto den = *rc::gen::arbitrary<std::uint64_t>();  // positive: Boost's two-part constructor takes no sign
+        return oracle::Exact(oracle::BigInt(num), oracle::BigInt(den == 0 ? 1 : den)) *
+               oracle::power_of_two(*rc::gen::inRange(-200, 201));
+      };
+      const oracle::Exact a = rational(), b = *rc::gen::element(0, 1) ? a : rational();
+      RC_ASSERT(oracle::less(a, b) == (a < b));
+      RC_ASSERT(oracle::less(b, a) == (b < a));
+    });
+  });
+  // power_of_two's table (FP64's exponents and their steps, with room) and its fallback beyond it:
+  // 2^e built from the shifted integer, every e from -1400 to 1400.
+  add_property("oracle", "powers-of-two", Device::cpu, [](const RunContext& ctx) {
+    Tally tally;
+    for (int e = -1400; e <= 1400; ++e) {
+      const oracle::BigInt whole = oracle::BigInt(1) << (e < 0 ? -e : e);
+      const oracle::Exact want = e < 0 ? oracle::Exact(oracle::BigInt(1), whole) : oracle::Exact(whole);
+      if (oracle::power_of_two(e) == want) {
+        tally.pass();
+      } else {
+        tally.fail("2^" + std::to_string(e));
+      }
+    }
+    return tally.outcome(ctx);
+  });
 }
 KVQ_REGISTER_PROPERTIES(register_oracle_properties);
 

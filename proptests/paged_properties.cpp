@@ -296,7 +296,11 @@ constexpr StoreRecipe kStoreRecipes[] = {{"fp8-e4m3-tensor", PagedFormat::fp8},
                                          {"nvfp4-modelopt", PagedFormat::nvfp4},  // the engine variants' kernels
                                          {"nvfp4-compressed-tensors", PagedFormat::nvfp4},
                                          {"nvfp4-4over6-static6", PagedFormat::nvfp4},
-                                         {"nvfp4-4over6", PagedFormat::nvfp4}};
+                                         {"nvfp4-4over6", PagedFormat::nvfp4},
+                                         {"fp8-e4m3-tensor-triton", PagedFormat::fp8},
+                                         {"fp8-e4m3-tensor-rcp-triton", PagedFormat::fp8},
+                                         {"fp8-e4m3-token-head-triton", PagedFormat::fp8},
+                                         {"fp8-e4m3-tensor-torch", PagedFormat::fp8}};
 
 RunContext with_cases(const RunContext& ctx, int divisor) {
   RunContext fewer = ctx;
