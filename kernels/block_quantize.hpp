@@ -97,16 +97,23 @@ KVQ_HD inline void encode_byte_words(const Recipe& r, const float* q, std::uint3
 // kStreamed: the memory access policy (io::load_values); the kernel streams dividing spans only:
 // each policy is the faster for its op (docs/performance.md).
 KVQ_HD constexpr int kTensorSpanOf(DType input) { return input == DType::fp32 ? 4 : 8; }
+// tensor_code_words: the codes of kN values under g's plan p, four a word (also the FP8 paged
+// store's chunk, kernels/paged_store.hpp).
+template <int kN>
+KVQ_HD inline void tensor_code_words(const Recipe& r, const BlockPlan& p, const float* x, std::uint32_t* words) {
+  float q[kN];
+  KVQ_UNROLL
+  for (int i = 0; i < kN; ++i) q[i] = p.op == ElementOp::divide ? recipe_detail::divide(r, x[i], p.by) : x[i] * p.by;
+  encode_byte_words<kN>(r, q, words);
+}
 template <int kSpan, bool kStreamed = true, class Codes = std::uint8_t*>
 KVQ_HD inline void quantize_tensor_span(const Recipe& r, const BlockPlan& p, DType input, const void* x,
                                         std::int64_t first, Codes codes) {
   static_assert(kSpan % 4 == 0);
   float q[kSpan];
   io::load_values<kStreamed>(input, x, first, kSpan, q);
-  KVQ_UNROLL
-  for (int i = 0; i < kSpan; ++i) q[i] = p.op == ElementOp::divide ? recipe_detail::divide(r, q[i], p.by) : q[i] * p.by;
   std::uint32_t words[kSpan / 4];
-  encode_byte_words<kSpan>(r, q, words);
+  tensor_code_words<kSpan>(r, p, q, words);
   put_words<kStreamed>(codes + first, words, kSpan / 4);
 }
 

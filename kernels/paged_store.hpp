@@ -9,6 +9,7 @@
 
 #include "formats/packing.hpp"
 #include "formats/recipes.hpp"
+#include "kernels/block_quantize.hpp"
 #include "kernels/fast_divide.hpp"
 #include "kernels/paged_layout.hpp"
 #include "kernels/quantize.hpp"
@@ -178,7 +179,7 @@ struct ChunkPlace {
   Index token = 0, head = 0, chunk = 0, block = 0, offset = 0;
 };
 
-// One chunk's 16 loaded values quantized (FP8: quantize_block, formats/recipes.hpp; NVFP4:
+// One chunk's 16 loaded values quantized (FP8: tensor_code_words, kernels/block_quantize.hpp; NVFP4:
 // quantize_nvfp4_chunk<kPacked>) and stored, the codes and the NVFP4 block scale at the layout's
 // offsets. recipe: s.recipe, or an equal constant (the fixed kernels pass one in __constant__
 // memory, which nvcc folds into the code).
@@ -216,12 +217,12 @@ KVQ_HD KVQ_KERNEL_INLINE void store_chunk(const PagedStoreShape& s, const Recipe
   const bool is_k = c.side == KvSide::k;
   const Index h = s.per_head_scales ? c.head : 0;
   const float g = is_k ? scales.k[h] : scales.v[h];
-  if (L.format == PagedFormat::fp8) {
-    std::uint8_t codes[kPagedChunk];
-    quantize_block(recipe, g, values, kPagedChunk, codes);
+  if (L.format == PagedFormat::fp8) {  // quantize_block's per-tensor case, four codes a conversion word
+    std::uint32_t words[kPagedChunk / 4];
+    tensor_code_words<kPagedChunk>(recipe, plan_block(recipe, g, 0.0f, false), values, words);
     std::uint8_t* cache = is_k ? a.key_cache : a.value_cache;
-    io::store_bytes(cache + L.data_offset(c.side, c.block, c.offset, c.head, std::int64_t{c.chunk} * kPagedChunk), codes,
-                    kPagedChunk);
+    io::store_words(cache + L.data_offset(c.side, c.block, c.offset, c.head, std::int64_t{c.chunk} * kPagedChunk), words,
+                    kPagedChunk / 4);
     return;
   }
   std::uint32_t words[kPagedChunk / 8];

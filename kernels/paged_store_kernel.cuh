@@ -32,7 +32,7 @@ namespace kvq::kernels::paged_kernel {
 // (from KVQ_PAGED_FIRST_VARIANT on) run their engine variant exactly: NVFP4 through the packed
 // variant route (formats/packed_quantize.hpp has_packed_variant_form) or the four-over-six
 // package's usual block (has_packed_four_over_six_amax_form), per-tensor E4M3 through
-// quantize_block on the variant's recipe as a constant. Other engine variants run the generic kernel.
+// tensor_code_words on the variant's recipe as a constant. Other engine variants run the generic kernel.
 constexpr int kGeneric = -1;
 #define KVQ_PAGED_FIXED_NAME(i, name) name,
 inline constexpr std::string_view kFixedNames[] = {KVQ_PAGED_FIXED(KVQ_PAGED_FIXED_NAME)};
