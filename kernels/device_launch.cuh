@@ -28,7 +28,7 @@ inline int grid_for(std::int64_t work, int threads) {
 
 // Launches grid-stride `Kernel` on `grid` blocks of `threads`, at most as many as the device holds
 // at once (its occupancy times the SMs, asked once a device): one wave, each block taking the same
-// share of the items. Measured faster for the per-tensor engine variants' quantize kernel only (each
+// share of the items. Measured faster for the per-tensor Triton variants' quantize kernel only (each
 // of its threads plans the tensor's scale by the runtime recipe once, before its items); the other
 // kernels run as fast or faster on the 32 blocks an SM of grid_for (docs/performance.md "Resident
 // grids").

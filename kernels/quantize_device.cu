@@ -203,7 +203,7 @@ Status quantize(const QuantizeShape& s, DType input, const void* x, float g, std
       return cudaErrorInvalidValue;
     } else {
       if constexpr (kTensorSpansOf<C> && kFixed[C].use == FixedUse::variant_quantize) {
-        // The per-tensor engine variants' kernel (a runtime recipe): one resident wave
+        // The per-tensor Triton variants' kernel (a runtime recipe): one resident wave
         // (docs/performance.md "Resident grids").
         return launch::launch_resident<quantize_kernel<C, T>>(grid_for(work, kThreads), kThreads, st, s, x, g, codes,
                                                                scales);

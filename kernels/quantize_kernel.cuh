@@ -86,7 +86,8 @@ constexpr FixedKernel kFixedKernels[] = {
     {"mxfp4-modelopt", 0, false, FixedUse::variant_recipe},
     {"mla-model1-tile64", 0, false, FixedUse::variant_recipe},  // 8-bit: quantize_block, every field a constant
     {"mla-model1-mxfp8-tile32", 0, false, FixedUse::variant_recipe},
-    // and by shape: per-tensor FP8 (Triton, PyTorch casts).
+    {"fp8-e4m3-tensor-torch", kTensorChunk, false, FixedUse::variant_recipe},  // per tensor: its IEEE division and cast
+    // and by shape: per-tensor FP8 (the Triton casts).
     {"fp8-e4m3-tensor-triton", kTensorChunk, false, FixedUse::variant_quantize},
 };
 constexpr int kFixedCount = sizeof(kFixedKernels) / sizeof(kFixedKernels[0]);
