@@ -84,8 +84,8 @@ __global__ void requantize_576_to_656_kernel(std::int64_t slots, std::int64_t bl
 }
 
 // A warp per token, in pieces of 8 nope dims (16 bytes of BF16 in, 8 codes out): lane j takes
-// pieces j and j + 32, so that each of a warp's loads and stores is contiguous (a lane's 16-dim chunk,
-// two 16-byte loads at a 32-byte lane stride, fetched each sector twice: docs/performance.md). The
+// pieces j and j + 32, so that each of a warp's loads and stores is contiguous (as a lane's 16-dim
+// chunk, its two 16-byte loads sat at a 32-byte lane stride: docs/performance.md). The
 // lanes of a tile (tile / 8 of them, aligned groups) combine their maxima by xor shuffles, each lane
 // encodes its pieces under the layout's tile rule (mla_tile_recipe; a code depends on its value
 // and the tile's max alone, so the bytes are the twin's, which encodes 16-dim chunks), lane 0
