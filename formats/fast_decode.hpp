@@ -238,6 +238,15 @@ KVQ_HD inline ByteRequantScaling byte_requant_scaling(const Recipe& r, std::uint
 // bits carries into its top bit only there, and never into the next byte.
 KVQ_HD constexpr bool word_has_e4m3_nan(std::uint32_t w) { return (((w & 0x7F7F7F7Fu) + 0x01010101u) & 0x80808080u) != 0; }
 static_assert(word_has_e4m3_nan(0x00007F00u) && word_has_e4m3_nan(0xFF000000u) && !word_has_e4m3_nan(0x7E80FE00u));
+// w with each E4M3 NaN code (0x7F, 0xFF) replaced by +448 (0x7E): tl.clamp's NaN -> +max applied
+// after a satfinite cast, which gives a NaN code for a NaN input and for nothing else.
+KVQ_HD constexpr std::uint32_t e4m3_nan_codes_to_max(std::uint32_t w) {
+  if (!word_has_e4m3_nan(w)) return w;
+  for (int i = 0; i < 4; ++i)
+    if (((w >> (8 * i)) & 0x7Fu) == 0x7Fu) w = (w & ~(0xFFu << (8 * i))) | (0x7Eu << (8 * i));
+  return w;
+}
+static_assert(e4m3_nan_codes_to_max(0xFF7F0180u) == 0x7E7E0180u && e4m3_nan_codes_to_max(0x7EFE0000u) == 0x7EFE0000u);
 
 // Byte i of w as the FP32 value it scales: E4M3 s.eeee.mmm as the FP32 pattern with eeee.mmm at
 // bit 20 (value * 2^-120, subnormals included) times 2^120, exact; INT8 as +-k, the magic 2^23 + k

@@ -209,9 +209,12 @@ KVQ_HD inline std::uint32_t e4m3x4_satfinite_fast(const float* y) {
 }
 
 // Four FP32 values -> four codes of e4m3_nonsaturating_fast, y[0] in the low byte: the satfinite
-// four (e4m3x4_satfinite_fast), each byte of a value past 464 or NaN replaced by its own.
+// four (e4m3x4_satfinite_fast), each byte of a value past 464 or NaN replaced by its own. Only a
+// value the satfinite cast gives magnitude 0x7E (448, saturated) or 0x7F (NaN) can be such a
+// value, so the word is tested once for those bytes first.
 KVQ_HD inline std::uint32_t e4m3x4_nonsaturating_fast(const float* y) {
   std::uint32_t word = e4m3x4_satfinite_fast(y);
+  if ((((word & 0x7F7F7F7Fu) + 0x02020202u) & 0x80808080u) == 0) return word;
   KVQ_UNROLL
   for (int i = 0; i < 4; ++i)
     if (!(fabsf(y[i]) <= 464.0f))

@@ -60,18 +60,20 @@ KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType 
 }
 
 // kN scaled values q of an 8-bit recipe to their codes, four a little-endian word: E4M3 half to
-// even four at a time (what encode_element does: e4m3x4_satfinite_fast, after tl.clamp's NaN ->
-// +max for triton_clamp; e4m3x4_nonsaturating_fast for PyTorch's cast), else encode_element.
+// even four at a time (what encode_element does: e4m3x4_satfinite_fast, then for triton_clamp
+// tl.clamp's NaN -> +max on its NaN codes; e4m3x4_nonsaturating_fast for PyTorch's cast), else
+// encode_element.
 template <int kN>
 KVQ_HD inline void encode_byte_words(const Recipe& r, const float* q, std::uint32_t* words) {
   static_assert(kN % 4 == 0);
   if (r.element == FormatId::e4m3fn && r.element_rounding == Rounding::nearest_even && !r.element_input_bf16) {
     if (r.element_cast == ElementCast::satfinite || r.element_cast == ElementCast::triton_clamp) {
-      float v[kN];
       KVQ_UNROLL
-      for (int i = 0; i < kN; ++i) v[i] = r.element_cast == ElementCast::triton_clamp && q[i] != q[i] ? element_max(r) : q[i];
-      KVQ_UNROLL
-      for (int w = 0; w < kN / 4; ++w) words[w] = e4m3x4_satfinite_fast(v + 4 * w);
+      for (int w = 0; w < kN / 4; ++w) {
+        words[w] = e4m3x4_satfinite_fast(q + 4 * w);
+        // tl.clamp's NaN -> +448 after the cast: satfinite turns NaN, and only NaN, into a NaN code.
+        if (r.element_cast == ElementCast::triton_clamp) words[w] = e4m3_nan_codes_to_max(words[w]);
+      }
       return;
     }
     if (r.element_cast == ElementCast::nonsaturating) {

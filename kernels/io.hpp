@@ -195,12 +195,14 @@ KVQ_HD inline void unpack_pair_words(DType t, const std::uint32_t* pairs, float*
   }
 }
 
-template <bool kFinite = false>  // kFinite: no value is NaN (the same bits, fewer instructions)
+// kFinite: no value is NaN (the same bits, fewer instructions); kAligned: the span is whole 16-byte
+// vectors aligned to 16 (the caller knows it: no run-time test).
+template <bool kFinite = false, bool kAligned = false>
 KVQ_HD inline void store_values(DType t, void* y, std::int64_t first, int n, const float* v) {
 #if defined(__CUDA_ARCH__)
   const int bytes = bytes_of(t), per_word = 4 / bytes;
   auto* base = static_cast<unsigned char*>(y) + first * bytes;
-  if (aligned(base, 16) && (n * bytes) % 16 == 0) {
+  if (kAligned || (aligned(base, 16) && (n * bytes) % 16 == 0)) {
     KVQ_UNROLL
     for (int k = 0; k < n * bytes / 16; ++k) {
       const uint4 w{pack_word<kFinite>(t, v + (4 * k + 0) * per_word), pack_word<kFinite>(t, v + (4 * k + 1) * per_word),
@@ -209,9 +211,12 @@ KVQ_HD inline void store_values(DType t, void* y, std::int64_t first, int n, con
     }
     return;
   }
+  if constexpr (!kAligned)
 #endif
-  KVQ_UNROLL
-  for (int i = 0; i < n; ++i) store_value(t, y, first + i, v[i]);
+  {
+    KVQ_UNROLL
+    for (int i = 0; i < n; ++i) store_value(t, y, first + i, v[i]);
+  }
 }
 
 KVQ_HD inline void load_bytes(const std::uint8_t* src, int count, std::uint8_t* out) {
@@ -250,14 +255,16 @@ KVQ_HD inline void load_bytes(const std::uint8_t* src, int count, std::uint8_t* 
   for (int i = 0; i < count; ++i) out[i] = src[i];
 }
 
-// Four code bytes as a little-endian word (the first byte lowest); kStreamed as load_values.
-template <bool kStreamed = true>
+// Four code bytes as a little-endian word (the first byte lowest); kStreamed as load_values;
+// kAligned: src is 4-byte aligned (no run-time test).
+template <bool kStreamed = true, bool kAligned = false>
 KVQ_HD inline std::uint32_t load_word(const std::uint8_t* src) {
 #if defined(__CUDA_ARCH__)
-  if (aligned(src, 4)) {
+  if (kAligned || aligned(src, 4)) {
     const auto* p = reinterpret_cast<const unsigned int*>(src);
     return kStreamed ? __ldcs(p) : *p;
   }
+  if constexpr (kAligned) return 0;  // not reached
 #endif
   return src[0] | (std::uint32_t{src[1]} << 8) | (std::uint32_t{src[2]} << 16) | (std::uint32_t{src[3]} << 24);
 }
@@ -270,29 +277,39 @@ KVQ_HD inline std::uint32_t load_half_word(const std::uint8_t* src) {
   return src[0] | (std::uint32_t{src[1]} << 8);
 }
 
-// Sixteen code bytes as four little-endian words (one 16-byte load where aligned).
+// Sixteen code bytes as four little-endian words (one 16-byte load where aligned; kAligned: the
+// caller knows src is).
+template <bool kAligned = false>
 KVQ_HD inline void load_four_words(const std::uint8_t* src, std::uint32_t* w) {
 #if defined(__CUDA_ARCH__)
-  if (aligned(src, 16)) {
+  if (kAligned || aligned(src, 16)) {
     const uint4 v = __ldcs(reinterpret_cast<const uint4*>(src));
     w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
     return;
   }
+  if constexpr (!kAligned)
 #endif
-  KVQ_UNROLL
-  for (int i = 0; i < 4; ++i) w[i] = load_word(src + 4 * i);
+  {
+    KVQ_UNROLL
+    for (int i = 0; i < 4; ++i) w[i] = load_word(src + 4 * i);
+  }
 }
 
-// Eight code bytes as two little-endian words (one 8-byte load where aligned).
+// Eight code bytes as two little-endian words (one 8-byte load where aligned; kAligned: the
+// caller knows src is).
+template <bool kAligned = false>
 KVQ_HD inline void load_word_pair(const std::uint8_t* src, std::uint32_t* w) {
 #if defined(__CUDA_ARCH__)
-  if (aligned(src, 8)) {
+  if (kAligned || aligned(src, 8)) {
     const uint2 v = __ldcs(reinterpret_cast<const uint2*>(src));
     w[0] = v.x, w[1] = v.y;
     return;
   }
+  if constexpr (!kAligned)
 #endif
-  w[0] = load_word(src), w[1] = load_word(src + 4);
+  {
+    w[0] = load_word(src), w[1] = load_word(src + 4);
+  }
 }
 
 // Two little-endian words to eight bytes (one 8-byte store where aligned).

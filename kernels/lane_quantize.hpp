@@ -42,6 +42,16 @@ struct SpanMax {
   float max = 0.0f;
   bool nan = false;
 };
+// The larger of a and m, m never NaN, a possibly NaN (then m): one FMNMX on the device (max.f32
+// gives the other operand for a NaN one); a compare and select on the host, where the C library's
+// fmaxf returns NaN for a signaling NaN operand.
+KVQ_HD inline float max_of_non_nan(float a, float m) {
+#if defined(__CUDA_ARCH__)
+  return fmaxf(a, m);
+#else
+  return a > m ? a : m;
+#endif
+}
 template <int kN = kLaneSpan>
 KVQ_HD inline SpanMax span_max(const float* x) {
   SpanMax m;
@@ -49,11 +59,11 @@ KVQ_HD inline SpanMax span_max(const float* x) {
   for (int i = 0; i < kN; ++i) {
     const float a = fabsf(x[i]);
     m.nan = m.nan || a != a;
-    m.max = a > m.max ? a : m.max;  // NaN never wins
+    m.max = max_of_non_nan(a, m.max);  // NaN never wins
   }
   return m;
 }
-KVQ_HD inline SpanMax combine(SpanMax a, SpanMax b) { return {a.max > b.max ? a.max : b.max, a.nan || b.nan}; }
+KVQ_HD inline SpanMax combine(SpanMax a, SpanMax b) { return {max_of_non_nan(a.max, b.max), a.nan || b.nan}; }
 
 // A span's codes under its block's plan (an E8M0 plan: multiply by 2^-e, or NaN) with block max
 // m, as span_words(s) little-endian words:

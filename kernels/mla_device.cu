@@ -1,6 +1,6 @@
 // MLA and prefill-workspace kernels (kernels/mla_kernels.hpp, the same per-chunk code the CPU
-// twins run), grid-stride: a thread per 16-byte output chunk (requantize) or 8-dim span
-// (dequantize), a warp per token (quantize), a CTA per page side (workspace).
+// twins run), grid-stride: a thread per 16-byte output chunk (requantize), a warp per slot
+// (dequantize) or token (quantize), a CTA per page side (workspace).
 #include <cuda_runtime.h>
 
 #include "kernels/mla_kernels.hpp"
@@ -17,6 +17,8 @@ int grid_of(std::int64_t work) {
   const std::int64_t wanted = (work + kThreads - 1) / kThreads, cap = static_cast<std::int64_t>(sms > 0 ? sms : 1) * 32;
   return static_cast<int>(wanted < cap ? wanted : cap);
 }
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 Status launched() {
   const cudaError_t e = cudaGetLastError();
@@ -91,10 +93,14 @@ __global__ void requantize_576_to_656_kernel(std::int64_t slots, std::int64_t bl
 // and the tile's max alone, so the bytes are the twin's, which encodes 16-dim chunks), lane 0
 // gathers the tile scale words and writes the scale record, lanes 0..7 copy the rope. A warp loads
 // its next token (slot, nope and rope words) before it works on this one, so that a token's loads
-// are in flight during the previous token's work.
-template <MlaLayoutId L>
-__global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const std::int64_t* slot_mapping,
-                                std::int64_t num_tokens, std::uint8_t* cache) {
+// are in flight during the previous token's work; the slot's record and tail offsets are found
+// once a token (MlaCacheShape::bases). kAligned: x and the cache are 16-byte aligned (every
+// access is then aligned to its width: no run-time tests). At most 64 registers, 8 thread blocks an
+// SM (MODEL1's kernel took 70 unbounded: 7 blocks; no spill at 64).
+template <MlaLayoutId L, bool kAligned>
+__global__ void __launch_bounds__(kThreads, 8)
+    quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const std::int64_t* slot_mapping, std::int64_t num_tokens,
+                    std::uint8_t* cache) {
   c.layout = L;  // the layout a constant: offsets fold at compile time
   constexpr MlaLayout l = mla_layout(L);
   constexpr int kPiece = kQuantChunk / 2;
@@ -116,9 +122,9 @@ __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const s
   const auto load = [&](std::int64_t row) {
     TokenLoads t;
     t.slot = slot_mapping[row];
-    mla_load_nope_words<kPiece>(l, x, row, lane, t.nope[0]);
-    if (second) mla_load_nope_words<kPiece>(l, x, row, lane + 32, t.nope[1]);
-    if (rope_lane) mla_load_rope_chunk(l, x, row, lane, t.rope);
+    mla_load_nope_words<kPiece, kAligned>(l, x, row, lane, t.nope[0]);
+    if (second) mla_load_nope_words<kPiece, kAligned>(l, x, row, lane + 32, t.nope[1]);
+    if (rope_lane) mla_load_rope_chunk<kAligned>(l, x, row, lane, t.rope);
     return t;
   };
   std::int64_t row = first_item() / 32;
@@ -129,6 +135,7 @@ __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const s
     if (row + warps < num_tokens) next = load(row + warps);
     const std::int64_t slot = token.slot;
     if (slot >= 0 && slot < c.slots()) {  // the whole warp takes or skips the token
+      const MlaSlotBases b = c.bases(slot);
       float values[2][kPiece];
       // The tiles' maxima; their rule ignores NaN elements (mla_tile_ignores_nan), so m.nan stays unset.
       SpanMax m[2];
@@ -140,8 +147,8 @@ __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const s
           m[h] = combine({__shfl_xor_sync(0xffffffffu, m[h].max, offset), false}, m[h]);
       }
       std::uint8_t code[2] = {};  // each piece's tile scale code
-      code[0] = mla_store_nope_chunk<kPiece>(c, r, values[0], m[0], cache, slot, lane);
-      if (second) code[1] = mla_store_nope_chunk<kPiece>(c, r, values[1], m[1], cache, slot, lane + 32);
+      code[0] = mla_store_nope_chunk<kPiece, kAligned>(l, r, values[0], m[0], cache, b, lane);
+      if (second) code[1] = mla_store_nope_chunk<kPiece, kAligned>(l, r, values[1], m[1], cache, b, lane + 32);
       const std::uint32_t word[2] = {mla_tile_scale_word_of_code(l, r, m[0], code[0]),
                                      mla_tile_scale_word_of_code(l, r, m[1], code[1])};
       std::uint32_t words[kMlaMaxTiles];
@@ -149,27 +156,49 @@ __global__ void quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const s
       for (int t = 0; t < l.tiles(); ++t)
         words[t] = t < first_tiles ? __shfl_sync(0xffffffffu, word[0], t * per_tile)
                                    : __shfl_sync(0xffffffffu, word[1], (t - first_tiles) * per_tile);
-      if (lane == 0) mla_store_tile_scales(c, words, cache, slot);
-      if (rope_lane) mla_store_rope_chunk(c, token.rope, cache, slot, lane);
+      if (lane == 0) mla_store_tile_scales(l, words, cache, b);
+      if (rope_lane) mla_store_rope_chunk<kAligned>(l, token.rope, cache, b, lane);
     }
     token = next;
   }
 }
 
-template <MlaLayoutId L, DType T>
+// A warp per slot: lane j takes the 8-dim spans j, j + 32 and j + 64 that exist (MODEL1's 64 spans:
+// two a lane, its rope in lanes 24..31's second span; the 576-dim layouts' 72: the rope in lanes
+// 0..7's third), so that each of a warp's loads and stores is contiguous; the slot's record and tail
+// offsets are found once a slot (MlaCacheShape::bases), and a warp loads its next slot's spans
+// before it converts and stores this one's. The loop is written out here as in
+// the quantize kernel: through a helper taking the work as a lambda, nvcc left the quantize kernel's
+// work out of line (a 1664-byte stack frame, spills, ptxas 11 minutes on this file). kAligned: the cache and y are 16-byte aligned.
+template <MlaLayoutId L, DType T, bool kAligned>
 __global__ void dequantize_kernel(MlaCacheShape c, const std::uint8_t* cache, float k_scale, void* y) {
   c.layout = L;
-  constexpr int spans = mla_dequantize_spans(mla_layout(L));
-  batched_items(
-      c.slots() * spans,
-      [&](std::int64_t k) {
-        const SlotItem it = slot_item<spans>(k);
-        return mla_load_span(c, cache, k_scale, it.slot, it.index);
-      },
-      [&](std::int64_t k, const MlaSpanBytes& b) {
-        const SlotItem it = slot_item<spans>(k);
-        mla_store_span(c, b, T, y, it.slot, it.index);
-      });
+  constexpr MlaLayout l = mla_layout(L);
+  constexpr int spans = mla_dequantize_spans(l), per_lane = (spans + 31) / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t warps = item_stride() / 32, slots = c.slots();
+  struct SlotSpans {
+    MlaSpanBytes span[per_lane];
+  };
+  const auto load = [&](std::int64_t slot) {
+    SlotSpans t;
+    const MlaSlotBases b = c.bases(slot);
+    KVQ_UNROLL
+    for (int k = 0; k < per_lane; ++k)
+      if (lane + 32 * k < spans) t.span[k] = mla_load_span<kAligned>(l, cache, k_scale, b, lane + 32 * k);
+    return t;
+  };
+  std::int64_t slot = first_item() / 32;
+  SlotSpans current;
+  if (slot < slots) current = load(slot);
+  for (; slot < slots; slot += warps) {
+    SlotSpans next;
+    if (slot + warps < slots) next = load(slot + warps);
+    KVQ_UNROLL
+    for (int k = 0; k < per_lane; ++k)
+      if (lane + 32 * k < spans) mla_store_span<kAligned>(l, current.span[k], T, y, slot, lane + 32 * k);
+    current = next;
+  }
 }
 
 // Blocks of CTAs walk the page sides, the threads of a CTA the 16-element blocks of one side
@@ -210,10 +239,16 @@ Status mla_quantize(const MlaCacheShape& c, const std::uint16_t* x, const std::i
   const auto st = static_cast<cudaStream_t>(stream);
   const int grid = grid_of(num_tokens * 32);  // a warp a token
   const MlaCacheShape split = c.with_slot_split();
+  const auto launch = [&]<MlaLayoutId L>() {
+    if (aligned16(x) && aligned16(cache))
+      quantize_kernel<L, true><<<grid, kThreads, 0, st>>>(split, x, slot_mapping, num_tokens, cache);
+    else
+      quantize_kernel<L, false><<<grid, kThreads, 0, st>>>(split, x, slot_mapping, num_tokens, cache);
+  };
   if (c.layout == MlaLayoutId::fp8_nope_block_scale_bf16_rope)
-    quantize_kernel<MlaLayoutId::fp8_nope_block_scale_bf16_rope><<<grid, kThreads, 0, st>>>(split, x, slot_mapping, num_tokens, cache);
+    launch.template operator()<MlaLayoutId::fp8_nope_block_scale_bf16_rope>();
   else
-    quantize_kernel<MlaLayoutId::model1_fp8_sparse><<<grid, kThreads, 0, st>>>(split, x, slot_mapping, num_tokens, cache);
+    launch.template operator()<MlaLayoutId::model1_fp8_sparse>();
   return launched();
 }
 
@@ -222,13 +257,20 @@ Status mla_dequantize(const MlaCacheShape& c, const std::uint8_t* cache, float k
   if (auto e = validate_dequantize(c, k_scale); !e.ok()) return e;
   if (c.slots() == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
-  const int grid = grid_of(c.slots() * mla_dequantize_spans(c.desc()) / kBatch + 1);
+  const int grid = grid_of(c.slots() * 32);  // a warp a slot
   const MlaCacheShape split = c.with_slot_split();
+  const bool aligned = aligned16(cache) && aligned16(y);
   const auto launch = [&]<MlaLayoutId L>() {
+    const auto with = [&]<DType T>() {
+      if (aligned)
+        dequantize_kernel<L, T, true><<<grid, kThreads, 0, st>>>(split, cache, k_scale, y);
+      else
+        dequantize_kernel<L, T, false><<<grid, kThreads, 0, st>>>(split, cache, k_scale, y);
+    };
     switch (output) {
-      case DType::bf16: dequantize_kernel<L, DType::bf16><<<grid, kThreads, 0, st>>>(split, cache, k_scale, y); break;
-      case DType::fp16: dequantize_kernel<L, DType::fp16><<<grid, kThreads, 0, st>>>(split, cache, k_scale, y); break;
-      case DType::fp32: dequantize_kernel<L, DType::fp32><<<grid, kThreads, 0, st>>>(split, cache, k_scale, y); break;
+      case DType::bf16: with.template operator()<DType::bf16>(); break;
+      case DType::fp16: with.template operator()<DType::fp16>(); break;
+      case DType::fp32: with.template operator()<DType::fp32>(); break;
     }
   };
   switch (c.layout) {

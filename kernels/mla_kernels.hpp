@@ -1,6 +1,7 @@
 // MLA KV-cache kernels (S5) and the NVFP4 paged cache -> E4M3 prefill workspace (S1), with
 // their CPU twins. Contracts: docs/layouts.md. The per-chunk code below is the whole work of
-// both the twin and the kernel (a GPU thread per 16-byte chunk; quantize: a warp per token).
+// both the twin and the kernel (a GPU thread per 16-byte chunk; dequantize and quantize: a warp
+// per slot or token).
 //
 // 1. requantize FP8_NOPE_FP8_ROPE (576 B) -> FP8_NOPE_WITH_BLOCK_SCALE_BF16_ROPE (656 B) over a
 //    whole paged cache; the per-tensor k_scale folded into the tile scales, or dropped (the bug).
@@ -22,6 +23,15 @@
 
 namespace kvq::kernels {
 
+// Where a slot's bytes start: its record and (MODEL1) its tail record, the slot split once for all
+// its parts.
+struct MlaSlotBases {
+  std::int64_t record = 0, tail = 0;
+  KVQ_HD constexpr std::int64_t at(const MlaLayout& l, MlaPart p) const {
+    return (l.in_tail(p) ? tail : record) + l.offset_of(p);
+  }
+};
+
 // A paged MLA cache: num_blocks blocks of layout.block_bytes(block_size) bytes.
 struct MlaCacheShape {
   MlaLayoutId layout = MlaLayoutId::fp8_nope_block_scale_bf16_rope;
@@ -41,20 +51,25 @@ struct MlaCacheShape {
   FastDivide32 slot_split{};
   // A layout without tail records or block padding keeps token s at s * record bytes (the same
   // offset, without a division); MODEL1 splits the slot, in 32 bits where it fits.
-  KVQ_HD constexpr std::int64_t part(std::int64_t slot, MlaPart p) const {
+  KVQ_HD constexpr MlaSlotBases bases(std::int64_t slot) const {
     const MlaLayout l = desc();
-    if (l.tail_segments == 0 && l.block_align == 1) return slot * l.record_bytes() + l.offset_of(p);
+    if (l.tail_segments == 0 && l.block_align == 1) return {slot * l.record_bytes(), 0};
+    std::int64_t block = 0, token = 0;
     if (((slot | block_size) >> 31) == 0) {
       const auto s = static_cast<std::uint32_t>(slot), T = static_cast<std::uint32_t>(block_size);
+      std::uint32_t b = 0, t = 0;
       if (slot_split.divisor == T) {
-        std::uint32_t block = 0, token = 0;
-        slot_split.divide(s, &block, &token);
-        return l.part_offset(block_size, block, token, p);
+        slot_split.divide(s, &b, &t);
+      } else {
+        b = s / T, t = s % T;
       }
-      return l.part_offset(block_size, s / T, s % T, p);
+      block = b, token = t;
+    } else {
+      block = slot / block_size, token = slot % block_size;
     }
-    return l.part_offset(block_size, slot / block_size, slot % block_size, p);
+    return {l.record_offset(block_size, block, token), l.tail_offset(block_size, block, token)};
   }
+  KVQ_HD constexpr std::int64_t part(std::int64_t slot, MlaPart p) const { return bases(slot).at(desc(), p); }
 };
 
 // What the 576 -> 656 conversion does with the 576 cache's per-tensor decode scale k_scale.
@@ -104,11 +119,12 @@ KVQ_HD inline void store_u32(std::uint8_t* p, std::uint32_t v) {
 KVQ_HD inline std::uint16_t load_u16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 KVQ_HD inline float canonical(float v) { return v != v ? canonical_nan() : v; }
 // The FP32 value of a stored tile scale (656: FP32 bits; MODEL1: an E8M0 byte, 0xFF = NaN).
+// kAligned: p is 4-byte aligned (no run-time test).
+template <bool kAligned = false>
 KVQ_HD inline float tile_scale(const MlaLayout& l, const std::uint8_t* p) {
-  if (l.segment(MlaPart::tile_scales).format == FormatId::fp32) return float_from_bits(io::load_word<false>(p));
+  if (l.segment(MlaPart::tile_scales).format == FormatId::fp32) return float_from_bits(io::load_word<false, kAligned>(p));
   return e8m0_value(p[0]);
 }
-
 }  // namespace mla_detail
 
 // 1. One 16-byte chunk of slot s's 656-byte record, the record's bytes in order (41 chunks a
@@ -177,7 +193,7 @@ KVQ_HD inline void requantize_576_to_656_chunk(std::int64_t block_size, const st
 // A tile's scale needs the max over its chunks: each chunk gives its partial max (NaN ignored),
 // the partials of a tile combine by max (the order does not matter: no NaN, no -0 among them),
 // the tile's scale comes from the combined max (mla_tile_scale_word), then each chunk encodes
-// its values by quantize_block_with_max, the tile rule given the tile's max. The twin combines in
+// its values by quantize_block_with_max's rule given the tile's max (mla_store_nope_chunk). The twin combines in
 // a loop (mla_quantize_token), the kernel by warp shuffles (its rules ignore NaN elements, so the
 // max alone); the stored bytes are the same.
 inline constexpr int kQuantChunk = io::kVectorBytes;  // nope dims a chunk (one vector of E4M3 bytes out)
@@ -193,11 +209,12 @@ static_assert(kMlaFp8NopeBlockScaleBf16Rope.tile % kQuantChunk == 0 && kMlaModel
 static_assert(kQuantChunk == kLaneSpan);
 // In two halves, so that a kernel can load a token's chunks a token ahead: the chunk's BF16 pair
 // words, then their values and max. kDims: the dims of a chunk (16; the kernel's pieces are 8, so
-// that a warp's loads and stores are contiguous), j counting chunks of kDims.
-template <int kDims = kQuantChunk>
+// that a warp's loads and stores are contiguous), j counting chunks of kDims. kAligned: x is
+// 16-byte aligned (rows of 1152 or 1024 bytes: every chunk is; no run-time test).
+template <int kDims = kQuantChunk, bool kAligned = false>
 KVQ_HD inline void mla_load_nope_words(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
                                        std::uint32_t* words) {
-  io::load_pair_words<kDims>(x, row * l.dims() + j * kDims, words);
+  io::load_pair_words<kDims, kAligned>(x, row * l.dims() + j * kDims, words);
 }
 template <int kDims = kQuantChunk>
 KVQ_HD inline SpanMax mla_nope_chunk_values(const std::uint32_t* words, float* values) {
@@ -218,8 +235,8 @@ KVQ_HD inline SpanMax mla_load_nope_chunk(const MlaLayout& l, const std::uint16_
 // Both always inlined: the kernel's tile rule is a constant there and its variant branches fold
 // away (docs/performance.md).
 // mla_tile_scale_word_of_code: the same from the tile's E8M0 code where the caller has it already
-// (quantize_block_with_max returns it for each chunk of the tile, by the same two rules), so that a
-// kernel evaluates the tile exponent (an out-of-line FP64 log2 for MODEL1's rule) once a lane.
+// (mla_store_nope_chunk returns it for each chunk of the tile, by the same two rules), so that a
+// kernel evaluates the tile exponent once a lane.
 KVQ_HD KVQ_KERNEL_INLINE std::uint32_t mla_tile_scale_word_of_code(const MlaLayout& l, const Recipe& r, SpanMax m,
                                                                    std::uint8_t code) {
   if (r.scale == BlockScale::tensor_only) return bits_of(tensor_scale(r, m.max));
@@ -232,24 +249,42 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint32_t mla_tile_scale_word(const MlaLayout& l, c
   return mla_tile_scale_word_of_code(l, r, m, code);
 }
 
-// Encodes nope chunk j of a tile with max m (quantize_block_with_max: the tile's rule, kDims values,
-// each code a function of its value and m alone), stores its codes and returns the tile's scale code
-// as that rule computed it (E8M0 rules; 0 for a per-tile FP32 rule).
-template <int kDims = kQuantChunk>
-KVQ_HD KVQ_KERNEL_INLINE std::uint8_t mla_store_nope_chunk(const MlaCacheShape& c, const Recipe& r, const float* values,
-                                                           SpanMax m, std::uint8_t* cache, std::int64_t slot, int j) {
-  const float s = r.scale == BlockScale::tensor_only ? tensor_scale(r, m.max) : 0.0f;
-  std::uint8_t codes[kDims];
-  const std::uint8_t scale_code = quantize_block_with_max(r, s, values, kDims, m.max, m.nan, codes);
-  io::store_bytes(cache + c.part(slot, MlaPart::nope) + j * kDims, codes, kDims);
-  return r.scale == BlockScale::tensor_only ? 0 : scale_code;
+// Encodes nope chunk j of a tile with max m (quantize_block_with_max's rule: the tile's, kDims values,
+// each code a function of its value and m alone), stores its codes at slot bases b and returns the
+// tile's scale code as that rule computed it (E8M0 rules; 0 for a per-tile FP32 rule). The usual
+// tile as a plan and its codes four a paired conversion (tensor_code_words: a per-tile FP32 rule's
+// plan_block, an E8M0 rule's pow2_plan, both quantize_block_with_max's scale and multiplier); a
+// NaN tile under an OCP rule, or elements scaled in a 16-bit dtype, through quantize_block_with_max
+// itself. kAligned: the cache is 16-byte aligned (every record's nope part is: no run-time test).
+template <int kDims = kQuantChunk, bool kAligned = false>
+KVQ_HD KVQ_KERNEL_INLINE std::uint8_t mla_store_nope_chunk(const MlaLayout& l, const Recipe& r, const float* values,
+                                                           SpanMax m, std::uint8_t* cache, const MlaSlotBases& b,
+                                                           int j) {
+  static_assert(kDims % 8 == 0);
+  const bool per_tile = r.scale == BlockScale::tensor_only;
+  const float s = per_tile ? tensor_scale(r, m.max) : 0.0f;
+  std::uint32_t words[kDims / 4];
+  std::uint8_t scale_code = 0;
+  if (per_tile || (r.scale_dtype == FormatId::fp32 && !e8m0_nan_block(r, m.max, m.nan))) {
+    const BlockPlan p = per_tile ? plan_block(r, s, m.max, m.nan) : recipe_detail::pow2_plan(r, m.max);
+    tensor_code_words<kDims>(r, p, values, words);
+    scale_code = p.scale_code;
+  } else {
+    std::uint8_t codes[kDims];
+    scale_code = quantize_block_with_max(r, s, values, kDims, m.max, m.nan, codes);
+    KVQ_UNROLL
+    for (int w = 0; w < kDims / 4; ++w)
+      words[w] = codes[4 * w] | std::uint32_t{codes[4 * w + 1]} << 8 | std::uint32_t{codes[4 * w + 2]} << 16 |
+                 std::uint32_t{codes[4 * w + 3]} << 24;
+  }
+  io::store_words<true, kAligned ? 8 : 1>(cache + b.at(l, MlaPart::nope) + j * kDims, words, kDims / 4);
+  return per_tile ? 0 : scale_code;
 }
 
 // Writes the tile scales (mla_tile_scale_word: 656 FP32 words; MODEL1 the E8M0 bytes and the pad byte 0).
-KVQ_HD inline void mla_store_tile_scales(const MlaCacheShape& c, const std::uint32_t* scale_words, std::uint8_t* cache,
-                                         std::int64_t slot) {
+KVQ_HD inline void mla_store_tile_scales(const MlaLayout& l, const std::uint32_t* scale_words, std::uint8_t* cache,
+                                         const MlaSlotBases& b) {
   using namespace mla_detail;
-  const MlaLayout l = c.desc();
   const MlaSegment scales = l.segment(MlaPart::tile_scales);
   std::uint8_t bytes[16] = {};  // scales, then the pad bytes (0) that follow them
   KVQ_UNROLL
@@ -260,7 +295,7 @@ KVQ_HD inline void mla_store_tile_scales(const MlaCacheShape& c, const std::uint
     else
       bytes[t] = static_cast<std::uint8_t>(scale_words[t]);
   }
-  io::store_bytes(cache + c.part(slot, MlaPart::tile_scales), bytes, scales.bytes() + l.segment(MlaPart::pad).bytes());
+  io::store_bytes(cache + b.at(l, MlaPart::tile_scales), bytes, scales.bytes() + l.segment(MlaPart::pad).bytes());
 }
 static_assert(kMlaModel1Fp8Sparse.offset_of(MlaPart::pad) == kMlaModel1Fp8Sparse.offset_of(MlaPart::tile_scales) + 7 &&
               kMlaFp8NopeBlockScaleBf16Rope.segment(MlaPart::tile_scales).bytes() == 16);
@@ -268,19 +303,22 @@ static_assert(kMlaModel1Fp8Sparse.offset_of(MlaPart::pad) == kMlaModel1Fp8Sparse
 // Copies rope chunk j (8 BF16 values, bit for bit).
 // Rope chunk j (16 bytes of BF16) as four words, read from x and written to the cache unchanged.
 static_assert(2 * kRopeChunk == 16);
+// kAligned: x and the cache 16-byte aligned (every rope chunk then is).
+template <bool kAligned = false>
 KVQ_HD inline void mla_load_rope_chunk(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
                                        std::uint32_t* words) {
-  io::load_four_words(reinterpret_cast<const std::uint8_t*>(x + row * l.dims() + l.nope_dims() + j * kRopeChunk), words);
+  io::load_pair_words<kRopeChunk, kAligned>(x, row * l.dims() + l.nope_dims() + j * kRopeChunk, words);
 }
-KVQ_HD inline void mla_store_rope_chunk(const MlaCacheShape& c, const std::uint32_t* words, std::uint8_t* cache,
-                                        std::int64_t slot, int j) {
-  io::store_words(cache + c.part(slot, MlaPart::rope) + 2 * j * kRopeChunk, words, 4);
+template <bool kAligned = false>
+KVQ_HD inline void mla_store_rope_chunk(const MlaLayout& l, const std::uint32_t* words, std::uint8_t* cache,
+                                        const MlaSlotBases& b, int j) {
+  io::store_words<true, kAligned ? 16 : 1>(cache + b.at(l, MlaPart::rope) + 2 * j * kRopeChunk, words, 4);
 }
-KVQ_HD inline void mla_copy_rope_chunk(const MlaCacheShape& c, const std::uint16_t* x, std::int64_t row,
-                                       std::uint8_t* cache, std::int64_t slot, int j) {
+KVQ_HD inline void mla_copy_rope_chunk(const MlaLayout& l, const std::uint16_t* x, std::int64_t row,
+                                       std::uint8_t* cache, const MlaSlotBases& b, int j) {
   std::uint32_t words[4];
-  mla_load_rope_chunk(c.desc(), x, row, j, words);
-  mla_store_rope_chunk(c, words, cache, slot, j);
+  mla_load_rope_chunk(l, x, row, j, words);
+  mla_store_rope_chunk(l, words, cache, b, j);
 }
 
 // The whole token, chunk by chunk, under tile rule r (the twin, and the expected bytes of the
@@ -288,6 +326,7 @@ KVQ_HD inline void mla_copy_rope_chunk(const MlaCacheShape& c, const std::uint16
 KVQ_HD inline void mla_quantize_token(const MlaCacheShape& c, const Recipe& r, const std::uint16_t* x, std::int64_t row,
                                       std::uint8_t* cache, std::int64_t slot) {
   const MlaLayout l = c.desc();
+  const MlaSlotBases b = c.bases(slot);
   const int per_tile = l.tile / kQuantChunk;
   SpanMax tile_max[kMlaMaxTiles] = {};
   std::uint32_t scale_words[kMlaMaxTiles];
@@ -297,10 +336,10 @@ KVQ_HD inline void mla_quantize_token(const MlaCacheShape& c, const Recipe& r, c
   for (int t = 0; t < l.tiles(); ++t) scale_words[t] = mla_tile_scale_word(l, r, tile_max[t]);
   for (int j = 0; j < mla_nope_chunks(l); ++j) {
     mla_load_nope_chunk(l, x, row, j, values);
-    mla_store_nope_chunk(c, r, values, tile_max[j / per_tile], cache, slot, j);
+    mla_store_nope_chunk(l, r, values, tile_max[j / per_tile], cache, b, j);
   }
-  mla_store_tile_scales(c, scale_words, cache, slot);
-  for (int j = 0; j < mla_rope_chunks(l); ++j) mla_copy_rope_chunk(c, x, row, cache, slot, j);
+  mla_store_tile_scales(l, scale_words, cache, b);
+  for (int j = 0; j < mla_rope_chunks(l); ++j) mla_copy_rope_chunk(l, x, row, cache, b, j);
 }
 
 // Dequantize one span: 8 dims of slot s, all in one part and one tile (16 bytes of BF16/FP16
@@ -317,34 +356,38 @@ struct MlaSpanBytes {
   std::uint32_t words[kDequantSpan / 2];  // little-endian: 8 codes in words[0, 2), or 8 BF16 values
   float scale = 0;
 };
-KVQ_HD inline MlaSpanBytes mla_load_span(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale,
-                                         std::int64_t slot, int span) {
+// Span `span` of the slot at bases b. kAligned: the cache is 16-byte aligned (then every part of
+// every record is aligned to its span's load: no run-time test).
+template <bool kAligned = false>
+KVQ_HD inline MlaSpanBytes mla_load_span(const MlaLayout& l, const std::uint8_t* cache, float k_scale,
+                                         const MlaSlotBases& b, int span) {
   using namespace mla_detail;
   constexpr int n = kDequantSpan;
-  const MlaLayout l = c.desc();
   const int d = span * n;
   const bool rope = d >= l.nope_dims();
   const MlaPart part = rope ? MlaPart::rope : MlaPart::nope;
   const FormatId f = l.segment(part).format;
-  const std::uint8_t* p = cache + c.part(slot, part) + (rope ? d - l.nope_dims() : d) * (format_of(f).bits() / 8);
-  MlaSpanBytes b;
+  const std::uint8_t* p = cache + b.at(l, part) + (rope ? d - l.nope_dims() : d) * (format_of(f).bits() / 8);
+  MlaSpanBytes bytes;
   if (f == FormatId::bf16) {
-    io::load_four_words(p, b.words);
+    io::load_four_words<kAligned>(p, bytes.words);
   } else {
-    io::load_word_pair(p, b.words);
-    b.scale = k_scale;
+    io::load_word_pair<kAligned>(p, bytes.words);
+    bytes.scale = k_scale;
     if (l.tile != 0) {
       const int scale_bytes = format_of(l.segment(MlaPart::tile_scales).format).bits() / 8;
-      b.scale = tile_scale(l, cache + c.part(slot, MlaPart::tile_scales) + (d / l.tile) * scale_bytes);
+      bytes.scale = tile_scale<kAligned>(l, cache + b.at(l, MlaPart::tile_scales) + (d / l.tile) * scale_bytes);
     }
   }
-  return b;
+  return bytes;
 }
-KVQ_HD inline void mla_store_span(const MlaCacheShape& c, const MlaSpanBytes& b, DType output, void* y, std::int64_t slot,
+// Span `span` of slot `slot` to y (the slot's row of dims values of type `output`). kAligned: y is
+// 16-byte aligned (rows of 1152, 1024, 2304 or 2048 bytes: every span is).
+template <bool kAligned = false>
+KVQ_HD inline void mla_store_span(const MlaLayout& l, const MlaSpanBytes& b, DType output, void* y, std::int64_t slot,
                                   int span) {
   using namespace mla_detail;
   constexpr int n = kDequantSpan;
-  const MlaLayout l = c.desc();
   const int d = span * n;
   const FormatId f = l.segment(d >= l.nope_dims() ? MlaPart::rope : MlaPart::nope).format;
   // A span with no NaN value (no BF16 NaN; no E4M3 NaN code and a finite scale, so no 0 * inf)
@@ -364,7 +407,7 @@ KVQ_HD inline void mla_store_span(const MlaCacheShape& c, const MlaSpanBytes& b,
     for (int i = 0; i < n; ++i) values[i] = byte_code_value(false, b.words[i / 4], i % 4) * b.scale;  // e4m3 value, exact
   }
   if (nan_free) {
-    io::store_values<true>(output, y, slot * l.dims() + d, n, values);
+    io::store_values<true, kAligned>(output, y, slot * l.dims() + d, n, values);
     return;
   }
   KVQ_UNROLL
@@ -372,11 +415,12 @@ KVQ_HD inline void mla_store_span(const MlaCacheShape& c, const MlaSpanBytes& b,
     values[i] = canonical(f == FormatId::bf16 ? values[i]
                                               : e4m3_value_fast(static_cast<std::uint8_t>(b.words[i / 4] >> (8 * (i % 4)))) *
                                                     b.scale);
-  io::store_values(output, y, slot * l.dims() + d, n, values);
+  io::store_values<false, kAligned>(output, y, slot * l.dims() + d, n, values);
 }
 KVQ_HD inline void mla_dequantize_span(const MlaCacheShape& c, const std::uint8_t* cache, float k_scale, DType output,
                                        void* y, std::int64_t slot, int span) {
-  mla_store_span(c, mla_load_span(c, cache, k_scale, slot, span), output, y, slot, span);
+  const MlaLayout l = c.desc();
+  mla_store_span(l, mla_load_span(l, cache, k_scale, c.bases(slot), span), output, y, slot, span);
 }
 static_assert(kMlaBf16.nope_dims() % kDequantSpan == 0 && kMlaModel1Fp8Sparse.nope_dims() % kDequantSpan == 0 &&
               kMlaModel1Fp8Sparse.tile % kDequantSpan == 0 && kMlaFp8NopeBlockScaleBf16Rope.tile % kDequantSpan == 0);

@@ -224,7 +224,11 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
     case FastPath::bf16x2_max_magnitude: return pair_max_case(kBF16, bits, false);
     case FastPath::pair_sign_nibbles: return pair_signs_case(bits, false);
     case FastPath::fp16x2_max_magnitude: return pair_max_case(kFP16, bits, false);
-    case FastPath::e4m3_nonsaturating: return e4m3_nonsaturating_fast(x);
+    case FastPath::e4m3_nonsaturating: {  // the four-value cast's x and -x, then the one-value cast's
+      const float y[4] = {x, -x, 0.0f, 0.0f};
+      return (e4m3x4_nonsaturating_fast(y) & 0xFFFFu) | std::uint32_t{e4m3_nonsaturating_fast(x)} << 16 |
+             std::uint32_t{e4m3_nonsaturating_fast(-x)} << 24;
+    }
     case FastPath::e2m1_magic_toward_zero:
       return bits_of(e2m1_magnitude_magic_toward_zero(fabsf(x))) - bits_of(kMagnitudeMagic);
   }
@@ -286,10 +290,14 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
     case FastPath::bf16x2_max_magnitude: return pair_max_case(kBF16, bits, true);
     case FastPath::pair_sign_nibbles: return pair_signs_case(bits, true);
     case FastPath::fp16x2_max_magnitude: return pair_max_case(kFP16, bits, true);
-    case FastPath::e4m3_nonsaturating:  // ElementCast::nonsaturating: a NaN value is the canonical +NaN
-      return static_cast<std::uint32_t>(encode(
-          kE4M3FN, convention_conversion(ConventionId::torch, FormatId::e4m3fn, Rounding::nearest_even),
-          unpack(kFP32, (bits & 0x7fffffffu) > 0x7f800000u ? bits_of(canonical_nan()) : bits)));
+    case FastPath::e4m3_nonsaturating: {  // ElementCast::nonsaturating: a NaN value is the canonical +NaN
+      const Conversion c = convention_conversion(ConventionId::torch, FormatId::e4m3fn, Rounding::nearest_even);
+      const bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+      const auto plus = static_cast<std::uint32_t>(encode(kE4M3FN, c, unpack(kFP32, nan ? bits_of(canonical_nan()) : bits)));
+      const auto minus = static_cast<std::uint32_t>(
+          encode(kE4M3FN, c, unpack(kFP32, nan ? bits_of(canonical_nan()) : bits ^ 0x80000000u)));
+      return plus | minus << 8 | plus << 16 | minus << 24;
+    }
     case FastPath::e2m1_magic_toward_zero:  // the magnitude code rounded half toward zero, NaN -> 7
       return static_cast<std::uint32_t>(encode(kE2M1, e2m1_toward_zero, unpack(kFP32, bits))) & 7u;
   }

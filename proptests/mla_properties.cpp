@@ -251,7 +251,12 @@ Bytes quant_cpu(const QuantProblem& p, std::uint8_t poison, const Recipe& tile) 
   return cache;
 }
 
-kvq::Status quant_gpu(const QuantProblem& p, std::uint8_t poison, Bytes* got);
+// Byte offsets of a kernel's buffers from their allocations: all 0, or views the launchers must
+// take on the kernels' unaligned paths (the aligned kernels need 16-byte aligned buffers).
+struct Offsets {
+  std::size_t in = 0, out = 0;
+};
+kvq::Status quant_gpu(const QuantProblem& p, std::uint8_t poison, Bytes* got, Offsets at = {});
 Recipe tile_rule(const kernels::MlaLayout& l, const char* name);
 
 // The writer under test: the CPU twin under tile rule `run` (nullptr: the layout's own), or the
@@ -708,26 +713,29 @@ void register_layout_properties() {
 // ---------------------------------------------------------------------------------------------
 // GPU kernels == CPU twins, byte for byte, poisoned outputs.
 
-// A device copy of a host buffer, released on scope exit.
+// A device copy of a host buffer, `offset` bytes past the start of its allocation (a misaligned
+// view where offset is not a multiple of 16), released on scope exit.
 class DeviceBuffer {
  public:
-  explicit DeviceBuffer(const void* host, std::size_t bytes) : bytes_(bytes) {
-    error_ = kernels::device::allocate(&p_, bytes);
-    if (error_.ok() && bytes) error_ = kernels::device::upload(p_, host, bytes);
+  explicit DeviceBuffer(const void* host, std::size_t bytes, std::size_t offset = 0) : bytes_(bytes), offset_(offset) {
+    error_ = kernels::device::allocate(&p_, bytes + offset);
+    if (error_.ok() && bytes) error_ = kernels::device::upload(at(), host, bytes);
   }
   ~DeviceBuffer() { kernels::device::release(p_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   template <typename T>
-  T* as() const { return static_cast<T*>(p_); }
+  T* as() const { return static_cast<T*>(at()); }
   kvq::Status error() const { return error_; }
-  kvq::Status download(void* host) const { return kernels::device::download(host, p_, bytes_); }
+  kvq::Status download(void* host) const { return kernels::device::download(host, at(), bytes_); }
 
  private:
+  void* at() const { return static_cast<char*>(p_) + offset_; }
   void* p_ = nullptr;
-  std::size_t bytes_;
+  std::size_t bytes_, offset_;
   kvq::Status error_;
 };
+
 
 // Each kernel on the device, its output buffer starting as `poison` bytes (guard included).
 kvq::Status requant_gpu(const RequantProblem& p, KScale mode, std::uint8_t poison, Bytes* got) {
@@ -740,9 +748,10 @@ kvq::Status requant_gpu(const RequantProblem& p, KScale mode, std::uint8_t poiso
   return e.ok() ? kvq::first_error({kernels::device::synchronize(), dst.download(got->data())}) : e;
 }
 
-kvq::Status quant_gpu(const QuantProblem& p, std::uint8_t poison, Bytes* got) {
+kvq::Status quant_gpu(const QuantProblem& p, std::uint8_t poison, Bytes* got, Offsets at) {
   got->assign(static_cast<std::size_t>(p.cache.bytes()) + kGuard, poison);
-  DeviceBuffer x(p.x.data(), p.x.size() * 2), slots(p.slots.data(), p.slots.size() * 8), cache(got->data(), got->size());
+  DeviceBuffer x(p.x.data(), p.x.size() * 2, at.in), slots(p.slots.data(), p.slots.size() * 8),
+      cache(got->data(), got->size(), at.out);
   kvq::Status e = kvq::first_error({x.error(), slots.error(), cache.error()});
   if (e.ok())
     e = kernels::device::mla_quantize(p.cache, x.as<std::uint16_t>(), slots.as<std::int64_t>(), p.tokens,
@@ -750,9 +759,9 @@ kvq::Status quant_gpu(const QuantProblem& p, std::uint8_t poison, Bytes* got) {
   return e.ok() ? kvq::first_error({kernels::device::synchronize(), cache.download(got->data())}) : e;
 }
 
-kvq::Status dequant_gpu(const MlaCacheShape& c, const Bytes& cache, float k_scale, DType t, Bytes* got) {
+kvq::Status dequant_gpu(const MlaCacheShape& c, const Bytes& cache, float k_scale, DType t, Bytes* got, Offsets at = {}) {
   got->assign(static_cast<std::size_t>(c.slots() * c.desc().dims() * kernels::bytes_of(t)) + kGuard, 0x5A);
-  DeviceBuffer in(cache.data(), cache.size()), y(got->data(), got->size());
+  DeviceBuffer in(cache.data(), cache.size(), at.in), y(got->data(), got->size(), at.out);
   kvq::Status e = kvq::first_error({in.error(), y.error()});
   if (e.ok()) e = kernels::device::mla_dequantize(c, in.as<std::uint8_t>(), k_scale, t, y.as<void>(), nullptr);
   return e.ok() ? kvq::first_error({kernels::device::synchronize(), y.download(got->data())}) : e;
@@ -827,6 +836,13 @@ void register_gpu_properties() {
         RC_ASSERT(got == quant_cpu(p, poison, kernels::mla_tile_recipe(p.cache.desc())));
       }
     });
+    add_gpu(base + "/device-vs-cpu-twin-misaligned", 10, [layout] {
+      const QuantProblem p = *gen_quant(layout, 8);
+      const Offsets at{*rc::gen::element<std::size_t>(2, 8), *rc::gen::element<std::size_t>(0, 1, 4, 8)};  // x misaligned
+      Bytes got;
+      RC_ASSERT(quant_gpu(p, 0xFF, &got, at).ok());
+      RC_ASSERT(got == quant_cpu(p, 0xFF, kernels::mla_tile_recipe(p.cache.desc())));
+    });
     add_gpu_large(base, [layout](std::uint32_t seed) -> std::string {
       QuantProblem p;  // 2^17 tokens in reverse slot order, every 7th padding: > 655,000 pieces
       p.cache = MlaCacheShape{layout, 2048, 64};
@@ -848,6 +864,16 @@ void register_gpu_properties() {
       Bytes got;
       RC_ASSERT(dequant_gpu(c, cache, k_scale, t, &got).ok());
       RC_ASSERT(got == dequant_cpu(c, cache, k_scale, t));
+    });
+    add_gpu(base + "/device-vs-cpu-twin-misaligned", 10, [layout] {
+      const MlaCacheShape c{layout, *rc::gen::inRange(1, 8), *rc::gen::element<std::int64_t>(1, 16, 64)};
+      const Bytes cache = random_bytes(static_cast<std::size_t>(c.bytes()), *rc::gen::arbitrary<std::uint32_t>());
+      const DType t = *rc::gen::element(DType::fp32, DType::bf16, DType::fp16);
+      // the cache misaligned; y aligned to its type, or not to 16
+      const Offsets at{*rc::gen::element<std::size_t>(1, 4, 8), *rc::gen::element<std::size_t>(0, 4, 8)};
+      Bytes got;
+      RC_ASSERT(dequant_gpu(c, cache, 0.375f, t, &got, at).ok());
+      RC_ASSERT(got == dequant_cpu(c, cache, 0.375f, t));
     });
     add_gpu_large(base, [layout](std::uint32_t seed) -> std::string {
       const MlaCacheShape c{layout, 1024, 64};  // 65,536 tokens x 8 or 9 pieces
