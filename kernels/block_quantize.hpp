@@ -41,21 +41,28 @@ KVQ_HD inline void put_byte(Out dst, std::int64_t index, std::uint8_t byte) {
   }
 }
 
-// The packed block (row, b) of a 4-bit recipe with block kN from its 16-bit values' pair words
-// (as loaded: io::load_pair_words), input BF16 or FP16: quantize (quantize_block_packed's 16-bit
-// form: the block max and signs from the words), store its codes and scale. quantize_one_block's
-// 16-bit path; the kernels may load the words ahead (a pipelined loop).
-template <int kN, class Codes, class Scales>
+// The block (row, b) of kN elements from its 16-bit values' pair words (as loaded:
+// io::load_pair_words), input BF16 or FP16: quantize, store its codes and scale. kPacked: a 4-bit
+// recipe, quantize_block_packed's 16-bit form (the block max and signs from the words); else 8-bit
+// codes by quantize_block. quantize_one_block's 16-bit path; the kernels may load the words ahead
+// (a pipelined loop).
+template <int kN, bool kPacked, class Codes, class Scales>
 KVQ_HD KVQ_KERNEL_INLINE void quantize_pair_words(const QuantizeShape& s, DType input, const GlobalTerms& t,
                                                    const std::uint32_t* pairs, Codes codes, Scales scales,
                                                    std::int64_t row, std::int64_t b) {
   float values[kN];
   io::unpack_pair_words<kN>(input, pairs, values);
-  std::uint32_t words[kN / 8];
-  const std::uint8_t scale = input == DType::bf16
-                                 ? quantize_block_packed<kN, PairWords::bf16>(s.recipe, t, values, words, pairs)
+  std::uint8_t scale = 0;
+  if constexpr (kPacked) {
+    std::uint32_t words[kN / 8];
+    scale = input == DType::bf16 ? quantize_block_packed<kN, PairWords::bf16>(s.recipe, t, values, words, pairs)
                                  : quantize_block_packed<kN, PairWords::fp16>(s.recipe, t, values, words, pairs);
-  put_words(codes + row * s.code_bytes_per_row() + b * (kN / 2), words, kN / 8);
+    put_words(codes + row * s.code_bytes_per_row() + b * (kN / 2), words, kN / 8);
+  } else {
+    std::uint8_t block_codes[kN];
+    scale = quantize_block(s.recipe, t.g, values, kN, block_codes);
+    put_bytes(codes + row * s.code_bytes_per_row() + b * kN, block_codes, kN);
+  }
   if (s.scales_per_row()) put_byte(scales, row * s.scales_per_row() + b, scale);
 }
 
@@ -139,7 +146,7 @@ KVQ_HD KVQ_KERNEL_INLINE void quantize_one_block(const QuantizeShape& s, DType i
       if (input != DType::fp32) {  // 16-bit input: its pair words (BF16: the packed quantizer's BF16 form)
         std::uint32_t pairs[kN / 2];
         io::load_pair_words<kN>(x, row * s.cols + b * n, pairs);
-        quantize_pair_words<kN>(s, input, t, pairs, codes, scales, row, b);
+        quantize_pair_words<kN, true>(s, input, t, pairs, codes, scales, row, b);
         return;
       }
       std::uint32_t words[kN / 8];
@@ -147,6 +154,14 @@ KVQ_HD KVQ_KERNEL_INLINE void quantize_one_block(const QuantizeShape& s, DType i
       scale = quantize_block_packed<kN>(s.recipe, t, values, words);
       put_words(code_dst, words, kN / 8);
       if (s.scales_per_row()) put_byte(scales, row * s.scales_per_row() + b, scale);
+      return;
+    }
+  }
+  if constexpr (kN > 0 && kN % 8 == 0) {
+    if (!packed && input != DType::fp32) {  // 16-bit input, 8-bit codes: from its pair words
+      std::uint32_t pairs[kN / 2];
+      io::load_pair_words<kN>(x, row * s.cols + b * n, pairs);
+      quantize_pair_words<kN, false>(s, input, t, pairs, codes, scales, row, b);
       return;
     }
   }

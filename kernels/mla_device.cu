@@ -3,6 +3,7 @@
 // (dequantize) or token (quantize), a CTA per page side (workspace).
 #include <cuda_runtime.h>
 
+#include "kernels/async_copy.cuh"
 #include "kernels/mla_kernels.hpp"
 
 namespace kvq::kernels {
@@ -85,46 +86,70 @@ __global__ void requantize_576_to_656_kernel(std::int64_t slots, std::int64_t bl
       });
 }
 
-// A warp per token, in pieces of 8 nope dims (16 bytes of BF16 in, 8 codes out): lane j takes
-// pieces j and j + 32, so that each of a warp's loads and stores is contiguous (as a lane's 16-dim
-// chunk, its two 16-byte loads sat at a 32-byte lane stride: docs/performance.md). The
-// lanes of a tile (tile / 8 of them, aligned groups) combine their maxima by xor shuffles, each lane
-// encodes its pieces under the layout's tile rule (mla_tile_recipe; a code depends on its value
-// and the tile's max alone, so the bytes are the twin's, which encodes 16-dim chunks), lane 0
-// gathers the tile scale words and writes the scale record, lanes 0..7 copy the rope. A warp loads
-// its next token (slot, nope and rope words) before it works on this one, so that a token's loads
-// are in flight during the previous token's work; the slot's record and tail offsets are found
-// once a token (MlaCacheShape::bases). kAligned: x and the cache are 16-byte aligned (every
-// access is then aligned to its width: no run-time tests). At most 64 registers, 8 thread blocks an
-// SM (MODEL1's kernel took 70 unbounded: 7 blocks; no spill at 64).
+// A warp per token: lane j takes nope chunk j (16 dims, of tile j / (tile / 16)) and rope chunk j
+// where they exist. The lanes of a tile (8 for 656, 4 for MODEL1: aligned groups) combine their
+// maxima by xor shuffles, each lane encodes its chunk under the layout's tile rule (mla_tile_recipe)
+// and the tile's first lane stores the tile's scale word (and MODEL1's last one the pad byte); the
+// twin runs the same chunk functions and combines the maxima in a loop (max over non-NaN
+// magnitudes does not depend on the order; a code depends on its value and the tile's max alone),
+// so the bytes are the same. The slot's record and tail offsets are found once a token
+// (MlaCacheShape::bases).
+template <MlaLayoutId L>
+struct QuantizeLanes {
+  static constexpr MlaLayout l = mla_layout(L);
+  static constexpr int per_tile = l.tile / kQuantChunk;  // lanes a tile
+  static_assert(mla_nope_chunks(l) <= 32 && mla_rope_chunks(l) <= 32 && 32 % per_tile == 0);
+  static constexpr bool nope(int lane) { return lane < mla_nope_chunks(l); }
+  static constexpr bool rope(int lane) { return lane < mla_rope_chunks(l); }
+};
+// A lane's part of a token: the slot, its nope chunk's BF16 pair words and its rope chunk's words.
+struct TokenLoads {
+  std::int64_t slot = -1;
+  std::uint32_t nope[kQuantChunk / 2] = {};
+  std::uint32_t rope[4] = {};
+};
 template <MlaLayoutId L, bool kAligned>
+__device__ __forceinline__ void quantize_token(const MlaCacheShape& c, const TokenLoads& token, int lane,
+                                               std::uint8_t* cache) {
+  using Q = QuantizeLanes<L>;
+  constexpr MlaLayout l = Q::l;
+  constexpr Recipe r = mla_tile_recipe(l);
+  static_assert(mla_tile_ignores_nan(r));
+  if (token.slot < 0 || token.slot >= c.slots()) return;  // the whole warp takes or skips the token
+  const MlaSlotBases b = c.bases(token.slot);
+  float values[kQuantChunk];
+  // The tile's max; its rule ignores NaN elements (mla_tile_ignores_nan), so m.nan stays unset. The
+  // lanes past the nope chunks take part in the shuffles as a group of their own.
+  SpanMax m;
+  if (Q::nope(lane)) m.max = mla_nope_chunk_values(token.nope, values).max;
+  KVQ_UNROLL
+  for (int offset = Q::per_tile / 2; offset > 0; offset /= 2)
+    m = combine({__shfl_xor_sync(0xffffffffu, m.max, offset), false}, m);
+  if (Q::nope(lane)) {
+    const std::uint8_t code = mla_store_nope_chunk<kQuantChunk, kAligned>(l, r, values, m, cache, b, lane);
+    if (lane % Q::per_tile == 0)
+      mla_store_tile_scale<kAligned>(l, mla_tile_scale_word_of_code(l, r, m, code), cache, b, lane / Q::per_tile);
+  }
+  if (Q::rope(lane)) mla_store_rope_chunk<kAligned>(l, token.rope, cache, b, lane);
+}
+
+// Buffers not 16-byte aligned: a warp loads its next token (slot, nope and rope words) into
+// registers before it works on this one, so that a token's loads are in flight during the previous
+// token's work. At most 64 registers, 8 thread blocks an SM.
+template <MlaLayoutId L>
 __global__ void __launch_bounds__(kThreads, 8)
     quantize_kernel(MlaCacheShape c, const std::uint16_t* x, const std::int64_t* slot_mapping, std::int64_t num_tokens,
                     std::uint8_t* cache) {
+  using Q = QuantizeLanes<L>;
+  constexpr MlaLayout l = Q::l;
   c.layout = L;  // the layout a constant: offsets fold at compile time
-  constexpr MlaLayout l = mla_layout(L);
-  constexpr int kPiece = kQuantChunk / 2;
-  constexpr int pieces = l.nope_dims() / kPiece;
-  constexpr int per_tile = l.tile / kPiece;  // lanes a tile, in each half
-  constexpr int first_tiles = 32 * kPiece / l.tile;  // the tiles of pieces 0..31
-  constexpr Recipe r = mla_tile_recipe(l);
-  static_assert(mla_tile_ignores_nan(r));
-  static_assert(pieces > 32 && pieces <= 64 && pieces % per_tile == 0 && mla_rope_chunks(l) <= 32 &&
-                32 % per_tile == 0);
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const bool second = lane + 32 < pieces, rope_lane = lane < mla_rope_chunks(l);
   const std::int64_t warps = item_stride() / 32;
-  struct TokenLoads {
-    std::int64_t slot = -1;
-    std::uint32_t nope[2][kPiece / 2] = {};
-    std::uint32_t rope[4] = {};
-  };
   const auto load = [&](std::int64_t row) {
     TokenLoads t;
     t.slot = slot_mapping[row];
-    mla_load_nope_words<kPiece, kAligned>(l, x, row, lane, t.nope[0]);
-    if (second) mla_load_nope_words<kPiece, kAligned>(l, x, row, lane + 32, t.nope[1]);
-    if (rope_lane) mla_load_rope_chunk<kAligned>(l, x, row, lane, t.rope);
+    if (Q::nope(lane)) mla_load_nope_words(l, x, row, lane, t.nope);
+    if (Q::rope(lane)) mla_load_rope_chunk(l, x, row, lane, t.rope);
     return t;
   };
   std::int64_t row = first_item() / 32;
@@ -133,33 +158,67 @@ __global__ void __launch_bounds__(kThreads, 8)
   for (; row < num_tokens; row += warps) {
     TokenLoads next;
     if (row + warps < num_tokens) next = load(row + warps);
-    const std::int64_t slot = token.slot;
-    if (slot >= 0 && slot < c.slots()) {  // the whole warp takes or skips the token
-      const MlaSlotBases b = c.bases(slot);
-      float values[2][kPiece];
-      // The tiles' maxima; their rule ignores NaN elements (mla_tile_ignores_nan), so m.nan stays unset.
-      SpanMax m[2];
-      KVQ_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        if (h == 0 || second) m[h].max = mla_nope_chunk_values<kPiece>(token.nope[h], values[h]).max;
-        KVQ_UNROLL
-        for (int offset = per_tile / 2; offset > 0; offset /= 2)
-          m[h] = combine({__shfl_xor_sync(0xffffffffu, m[h].max, offset), false}, m[h]);
-      }
-      std::uint8_t code[2] = {};  // each piece's tile scale code
-      code[0] = mla_store_nope_chunk<kPiece, kAligned>(l, r, values[0], m[0], cache, b, lane);
-      if (second) code[1] = mla_store_nope_chunk<kPiece, kAligned>(l, r, values[1], m[1], cache, b, lane + 32);
-      const std::uint32_t word[2] = {mla_tile_scale_word_of_code(l, r, m[0], code[0]),
-                                     mla_tile_scale_word_of_code(l, r, m[1], code[1])};
-      std::uint32_t words[kMlaMaxTiles];
-      KVQ_UNROLL
-      for (int t = 0; t < l.tiles(); ++t)
-        words[t] = t < first_tiles ? __shfl_sync(0xffffffffu, word[0], t * per_tile)
-                                   : __shfl_sync(0xffffffffu, word[1], (t - first_tiles) * per_tile);
-      if (lane == 0) mla_store_tile_scales(l, words, cache, b);
-      if (rope_lane) mla_store_rope_chunk<kAligned>(l, token.rope, cache, b, lane);
-    }
+    quantize_token<L, false>(c, token, lane, cache);
     token = next;
+  }
+}
+
+// x and the cache 16-byte aligned (every access then aligned to its width: no run-time tests): a
+// warp copies its tokens' rows kStagedTokens - 1 ahead into shared memory (cp.async,
+// kernels/async_copy.cuh; 16-byte pieces j, j + 32 and j + 64 a lane, so that each copy of the
+// warp is contiguous) and loads its next token's slot into a register; its lanes then read their
+// chunks from the stage. One token ahead in registers, the kernel waited on its loads (72% of its
+// stall samples on their first use; docs/performance.md).
+constexpr int kStagedTokens = 3;
+constexpr int kMaxRowPieces = 72;  // 16-byte pieces of a token's row: 1152 bytes (656), 1024 (MODEL1)
+static_assert(kMlaFp8NopeBlockScaleBf16Rope.dims() * 2 == 16 * kMaxRowPieces &&
+              kMlaModel1Fp8Sparse.dims() * 2 <= 16 * kMaxRowPieces);
+struct TokenStage {
+  uint4 piece[kMaxRowPieces];  // the token's row of x
+};
+template <MlaLayoutId L>
+__global__ void __launch_bounds__(kThreads, 8)
+    quantize_kernel_staged(MlaCacheShape c, const std::uint16_t* x, const std::int64_t* slot_mapping,
+                           std::int64_t num_tokens, std::uint8_t* cache) {
+  using Q = QuantizeLanes<L>;
+  constexpr MlaLayout l = Q::l;
+  constexpr int pieces = l.dims() * 2 / 16, nope_pieces = l.nope_dims() * 2 / 16;
+  c.layout = L;
+  __shared__ TokenStage stages[kThreads / 32][kStagedTokens];
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  TokenStage* ring = stages[threadIdx.x / 32];
+  const std::int64_t warps = item_stride() / 32;
+  const auto copy = [&](std::int64_t row, TokenStage& st) {  // then a commit, whether or not row exists
+    if (row >= num_tokens) return;
+    const auto* from = reinterpret_cast<const uint4*>(x + row * l.dims());
+    KVQ_UNROLL
+    for (int k = 0; k < (pieces + 31) / 32; ++k)
+      if (lane + 32 * k < pieces) async_copy::copy16(&st.piece[lane + 32 * k], from + lane + 32 * k);
+  };
+  std::int64_t row = first_item() / 32;
+  KVQ_UNROLL
+  for (int i = 0; i + 1 < kStagedTokens; ++i) {
+    copy(row + i * warps, ring[i]);
+    async_copy::commit();
+  }
+  std::int64_t next_slot = row < num_tokens ? slot_mapping[row] : -1;
+  for (int s = 0; row < num_tokens; row += warps) {
+    TokenLoads token;
+    token.slot = next_slot;
+    if (row + warps < num_tokens) next_slot = slot_mapping[row + warps];
+    __syncwarp();  // every lane has read the previous token's stage before it is copied over
+    copy(row + (kStagedTokens - 1) * warps, ring[s == 0 ? kStagedTokens - 1 : s - 1]);
+    async_copy::commit();
+    async_copy::wait_groups<kStagedTokens - 1>();  // this thread's copies of this token
+    __syncwarp();                                   // and every lane's
+    const TokenStage& st = ring[s];
+    if (Q::nope(lane)) {
+      io::split_words(st.piece[2 * lane], token.nope);
+      io::split_words(st.piece[2 * lane + 1], token.nope + 4);
+    }
+    if (Q::rope(lane)) io::split_words(st.piece[nope_pieces + lane], token.rope);
+    quantize_token<L, true>(c, token, lane, cache);
+    s = s + 1 == kStagedTokens ? 0 : s + 1;
   }
 }
 
@@ -241,9 +300,9 @@ Status mla_quantize(const MlaCacheShape& c, const std::uint16_t* x, const std::i
   const MlaCacheShape split = c.with_slot_split();
   const auto launch = [&]<MlaLayoutId L>() {
     if (aligned16(x) && aligned16(cache))
-      quantize_kernel<L, true><<<grid, kThreads, 0, st>>>(split, x, slot_mapping, num_tokens, cache);
+      quantize_kernel_staged<L><<<grid, kThreads, 0, st>>>(split, x, slot_mapping, num_tokens, cache);
     else
-      quantize_kernel<L, false><<<grid, kThreads, 0, st>>>(split, x, slot_mapping, num_tokens, cache);
+      quantize_kernel<L><<<grid, kThreads, 0, st>>>(split, x, slot_mapping, num_tokens, cache);
   };
   if (c.layout == MlaLayoutId::fp8_nope_block_scale_bf16_rope)
     launch.template operator()<MlaLayoutId::fp8_nope_block_scale_bf16_rope>();

@@ -281,24 +281,29 @@ KVQ_HD KVQ_KERNEL_INLINE std::uint8_t mla_store_nope_chunk(const MlaLayout& l, c
   return per_tile ? 0 : scale_code;
 }
 
-// Writes the tile scales (mla_tile_scale_word: 656 FP32 words; MODEL1 the E8M0 bytes and the pad byte 0).
+// Writes tile t's scale word (mla_tile_scale_word: 656 an FP32 word at 4t, MODEL1 an E8M0 byte at
+// t) and, with the last tile, the pad bytes (0) that follow the scales. kAligned: the cache is
+// 16-byte aligned (656's words then are 4-byte aligned: no run-time test).
+template <bool kAligned = false>
+KVQ_HD inline void mla_store_tile_scale(const MlaLayout& l, std::uint32_t word, std::uint8_t* cache,
+                                        const MlaSlotBases& b, int t) {
+  std::uint8_t* dst = cache + b.at(l, MlaPart::tile_scales);
+  if (l.segment(MlaPart::tile_scales).format == FormatId::fp32) {
+    io::store_words<true, kAligned ? 4 : 1>(dst + 4 * t, &word, 1);
+  } else {
+    dst[t] = static_cast<std::uint8_t>(word);
+  }
+  if (t == l.tiles() - 1)
+    for (int i = 0; i < l.segment(MlaPart::pad).bytes(); ++i) cache[b.at(l, MlaPart::pad) + i] = 0;
+}
 KVQ_HD inline void mla_store_tile_scales(const MlaLayout& l, const std::uint32_t* scale_words, std::uint8_t* cache,
                                          const MlaSlotBases& b) {
-  using namespace mla_detail;
-  const MlaSegment scales = l.segment(MlaPart::tile_scales);
-  std::uint8_t bytes[16] = {};  // scales, then the pad bytes (0) that follow them
-  KVQ_UNROLL
-  for (int t = 0; t < kMlaMaxTiles; ++t) {
-    if (t >= l.tiles()) break;
-    if (scales.format == FormatId::fp32)
-      store_u32(bytes + 4 * t, scale_words[t]);
-    else
-      bytes[t] = static_cast<std::uint8_t>(scale_words[t]);
-  }
-  io::store_bytes(cache + b.at(l, MlaPart::tile_scales), bytes, scales.bytes() + l.segment(MlaPart::pad).bytes());
+  for (int t = 0; t < l.tiles(); ++t) mla_store_tile_scale(l, scale_words[t], cache, b, t);
 }
 static_assert(kMlaModel1Fp8Sparse.offset_of(MlaPart::pad) == kMlaModel1Fp8Sparse.offset_of(MlaPart::tile_scales) + 7 &&
-              kMlaFp8NopeBlockScaleBf16Rope.segment(MlaPart::tile_scales).bytes() == 16);
+              kMlaModel1Fp8Sparse.tiles() == 7 && kMlaModel1Fp8Sparse.segment(MlaPart::pad).bytes() == 1 &&
+              kMlaFp8NopeBlockScaleBf16Rope.segment(MlaPart::tile_scales).bytes() == 16 &&
+              kMlaFp8NopeBlockScaleBf16Rope.segment(MlaPart::pad).bytes() == 0);
 
 // Copies rope chunk j (8 BF16 values, bit for bit).
 // Rope chunk j (16 bytes of BF16) as four words, read from x and written to the cache unchanged.

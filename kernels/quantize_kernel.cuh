@@ -185,11 +185,18 @@ constexpr bool kLaneSplitOf = kReferenceOf<C> && kFixed[C].scale == BlockScale::
                               ((kFixed[C].element == FormatId::e4m3fn && kFixed[C].block == 128) ||
                                (kFixed[C].block == 32 && T == DType::fp32 && kFixed[C].rounding == Rounding::nearest_even));
 
+// Fixed 8-bit block configurations of at most 32 elements (the MXFP8 rules, MXINT8, MODEL1's
+// MXFP8 record): their 16-bit blocks are quantized from pair words (quantize_pair_words).
+template <int C>
+constexpr bool kBytePipelinedOf = C != kGeneric && kFixed[C].use != FixedUse::decode_only &&
+                                  format_of(kFixed[C].element).bits() == 8 && kFixed[C].scale != BlockScale::tensor_only &&
+                                  kFixed[C].block <= 32;
 // Whether configuration C with input T runs the pipelined loop (where x is 16-byte aligned): a
-// packed block of BF16 or FP16 pair words, the next block's words loaded while this one is
-// quantized (4over6, whose per-block work hides the load; docs/performance.md).
+// block of BF16 or FP16 pair words, the next block's words loaded while this one is quantized
+// (4over6, whose per-block work hides the load; the 8-bit blocks of kBytePipelinedOf, whose
+// one-block loop waited on its loads: docs/performance.md).
 template <int C, DType T>
-constexpr bool kPipelinedOf = kOccupiedOf<C> && T != DType::fp32 && kBlockOf<C> % 8 == 0;
+constexpr bool kPipelinedOf = (kOccupiedOf<C> || kBytePipelinedOf<C>) && T != DType::fp32 && kBlockOf<C> % 8 == 0;
 
 template <int C, DType T, class Codes, class Scales>
 __device__ __forceinline__ void quantize_blocks(const QuantizeShape& s, const void* x, const GlobalTerms& t, Codes codes,
@@ -208,7 +215,7 @@ __device__ __forceinline__ void quantize_blocks(const QuantizeShape& s, const vo
         KVQ_UNROLL
         for (int i = 0; i < kN / 2; ++i) pairs[i] = next[i];
         if (k + stride < total) io::load_pair_words<kN, true>(x, (k + stride) * kN, next);
-        quantize_pair_words<kN>(s, T, t, pairs, codes, scales, 0, k);  // dense rows: block k of row 0
+        quantize_pair_words<kN, !kBytePipelinedOf<C>>(s, T, t, pairs, codes, scales, 0, k);  // dense rows: block k of row 0
       }
       return;
     }
