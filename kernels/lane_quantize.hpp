@@ -4,7 +4,9 @@
 // - the MLA FP8 tile of 128 (eight lanes): one thread per tile needs 155 registers and runs
 //   slower (docs/performance.md);
 // - FP32 input in blocks of 32 (two lanes; mxfp4-*, mxfp8, mxint8, mxint4): one thread per block
-//   loads its 128 bytes at a 128-byte lane stride, 32 values in registers, and runs slower.
+//   loads its 128 bytes at a 128-byte lane stride, 32 values in registers, and runs slower;
+// - E4M3 blocks of 32 from BF16/FP16 input (two lanes; the MXFP8 rules): one thread per block
+//   loaded its 64 bytes at a 64-byte lane stride and waited on them (docs/performance.md).
 //
 // The codes and scale are quantize_block's (formats/recipes.hpp): the block max is the largest
 // |x| with NaN ignored, in any order; plan_block gives the same scale code and the same x * 2^-e
@@ -25,12 +27,14 @@ inline constexpr int kLaneSpan = 16;  // 32 bytes of BF16/FP16 input (64 of FP32
 
 // Whether shape s with input type `input` runs lane-split (quantize_cpu and device::quantize send
 // it here): E8M0 blocks, either E4M3 tiles of 128 (mla-fp8-tile128) from any input, or blocks of
-// 32 from FP32 input with elements rounded half to even (the named MX recipes).
+// 32 with elements rounded half to even (the named MX recipes) from FP32 input, E4M3 ones (MXFP8)
+// from any input.
 KVQ_HD inline bool lane_split(const QuantizeShape& s, DType input) {
   const Recipe& r = s.recipe;
   if (r.scale != BlockScale::e8m0_pow2 || is_engine_variant(r)) return false;
   if (r.element == FormatId::e4m3fn && r.block == 128) return true;
-  return r.block == 32 && input == DType::fp32 && r.element_rounding == Rounding::nearest_even;
+  return r.block == 32 && (input == DType::fp32 || r.element == FormatId::e4m3fn) &&
+         r.element_rounding == Rounding::nearest_even;
 }
 KVQ_HD inline int lanes_of(const QuantizeShape& s) { return s.recipe.block / kLaneSpan; }
 // Code words (four bytes each) of a span: two of 4-bit codes, four of 8-bit ones.

@@ -53,12 +53,12 @@ cudaError_t launch_lanes(const QuantizeShape& s, DType input, const void* x, flo
     case DType::fp32: quantize_lanes_kernel<E, kBlock, DType::fp32><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales); break;
     case DType::bf16:
     case DType::fp16:
-      if constexpr (kBlock == 128) {
+      if constexpr (E == FormatId::e4m3fn) {  // tiles of 128, MXFP8 blocks of 32
         if (input == DType::bf16) quantize_lanes_kernel<E, kBlock, DType::bf16><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales);
         else quantize_lanes_kernel<E, kBlock, DType::fp16><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales);
         break;
       } else {
-        return cudaErrorInvalidValue;  // 16-bit blocks of 32 run per block (quantize_device.cu)
+        return cudaErrorInvalidValue;  // other 16-bit blocks of 32 run per block (quantize_device.cu)
       }
   }
   return cudaGetLastError();
@@ -72,14 +72,14 @@ Status quantize_lanes(const QuantizeShape& s, DType input, const void* x, float 
                       std::uint8_t* scales, void* stream) {
   if (auto e = validate(s); !e.ok()) return e;
   if (!lane_split(s, input))
-    return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, or of 32 from FP32 input";
+    return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, or of 32 from FP32 input or of E4M3";
   if (s.rows * s.cols == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   cudaError_t e = cudaErrorInvalidValue;
   if (s.recipe.block == 128) {
     e = launch_lanes<FormatId::e4m3fn, 128>(s, input, x, g, codes, scales, st);
   } else {
-    switch (s.recipe.element) {  // block 32, FP32 input (lane_split)
+    switch (s.recipe.element) {  // block 32: FP32 input, or E4M3 from any (lane_split)
       case FormatId::e2m1: e = launch_lanes<FormatId::e2m1, 32>(s, input, x, g, codes, scales, st); break;
       case FormatId::int4: e = launch_lanes<FormatId::int4, 32>(s, input, x, g, codes, scales, st); break;
       case FormatId::e4m3fn: e = launch_lanes<FormatId::e4m3fn, 32>(s, input, x, g, codes, scales, st); break;

@@ -183,7 +183,8 @@ constexpr bool kOccupiedOf = C != kGeneric && (kReferenceOf<C> || kFixed[C].use 
 template <int C, DType T>
 constexpr bool kLaneSplitOf = kReferenceOf<C> && kFixed[C].scale == BlockScale::e8m0_pow2 &&
                               ((kFixed[C].element == FormatId::e4m3fn && kFixed[C].block == 128) ||
-                               (kFixed[C].block == 32 && T == DType::fp32 && kFixed[C].rounding == Rounding::nearest_even));
+                               (kFixed[C].block == 32 && (T == DType::fp32 || kFixed[C].element == FormatId::e4m3fn) &&
+                                kFixed[C].rounding == Rounding::nearest_even));
 
 // Fixed 8-bit block configurations of at most 32 elements (the MXFP8 rules, MXINT8, MODEL1's
 // MXFP8 record): their 16-bit blocks are quantized from pair words (quantize_pair_words).
