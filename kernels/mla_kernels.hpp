@@ -208,9 +208,9 @@ static_assert(kMlaFp8NopeBlockScaleBf16Rope.tile % kQuantChunk == 0 && kMlaModel
 // element is NaN: the lane-split quantizer's span max (kernels/lane_quantize.hpp), a chunk being a span.
 static_assert(kQuantChunk == kLaneSpan);
 // In two halves, so that a kernel can load a token's chunks a token ahead: the chunk's BF16 pair
-// words, then their values and max. kDims: the dims of a chunk (16; the kernel's pieces are 8, so
-// that a warp's loads and stores are contiguous), j counting chunks of kDims. kAligned: x is
-// 16-byte aligned (rows of 1152 or 1024 bytes: every chunk is; no run-time test).
+// words, then their values and max. kDims: the dims of a chunk (16, the twin's and the kernels'),
+// j counting chunks of kDims. kAligned: x is 16-byte aligned (rows of 1152 or 1024 bytes: every
+// chunk is; no run-time test).
 template <int kDims = kQuantChunk, bool kAligned = false>
 KVQ_HD inline void mla_load_nope_words(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
                                        std::uint32_t* words) {
