@@ -186,8 +186,9 @@ constexpr bool kLaneSplitOf = kReferenceOf<C> && kFixed[C].scale == BlockScale::
                                (kFixed[C].block == 32 && (T == DType::fp32 || kFixed[C].element == FormatId::e4m3fn) &&
                                 kFixed[C].rounding == Rounding::nearest_even));
 
-// Fixed 8-bit block configurations of at most 32 elements (the MXFP8 rules, MXINT8, MODEL1's
-// MXFP8 record): their 16-bit blocks are quantized from pair words (quantize_pair_words).
+// Fixed 8-bit block configurations of at most 32 elements: their 16-bit blocks are quantized from
+// pair words (quantize_pair_words). In effect MXINT8 and MODEL1's MXFP8 record: the MXFP8 rules'
+// 16-bit blocks are lane-split (kLaneSplitOf: no kernel of theirs is built here).
 template <int C>
 constexpr bool kBytePipelinedOf = C != kGeneric && kFixed[C].use != FixedUse::decode_only &&
                                   format_of(kFixed[C].element).bits() == 8 && kFixed[C].scale != BlockScale::tensor_only &&
