@@ -209,12 +209,11 @@ static_assert(kMlaFp8NopeBlockScaleBf16Rope.tile % kQuantChunk == 0 && kMlaModel
 static_assert(kQuantChunk == kLaneSpan);
 // In two halves, so that a kernel can load a token's chunks a token ahead: the chunk's BF16 pair
 // words, then their values and max. kDims: the dims of a chunk (16, the twin's and the kernels'),
-// j counting chunks of kDims. kAligned: x is 16-byte aligned (rows of 1152 or 1024 bytes: every
-// chunk is; no run-time test).
-template <int kDims = kQuantChunk, bool kAligned = false>
+// j counting chunks of kDims. (The kernel reads aligned rows from its shared-memory copy.)
+template <int kDims = kQuantChunk>
 KVQ_HD inline void mla_load_nope_words(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
                                        std::uint32_t* words) {
-  io::load_pair_words<kDims, kAligned>(x, row * l.dims() + j * kDims, words);
+  io::load_pair_words<kDims>(x, row * l.dims() + j * kDims, words);
 }
 template <int kDims = kQuantChunk>
 KVQ_HD inline SpanMax mla_nope_chunk_values(const std::uint32_t* words, float* values) {
@@ -308,12 +307,11 @@ static_assert(kMlaModel1Fp8Sparse.offset_of(MlaPart::pad) == kMlaModel1Fp8Sparse
 // Copies rope chunk j (8 BF16 values, bit for bit).
 // Rope chunk j (16 bytes of BF16) as four words, read from x and written to the cache unchanged.
 static_assert(2 * kRopeChunk == 16);
-// kAligned: x and the cache 16-byte aligned (every rope chunk then is).
-template <bool kAligned = false>
 KVQ_HD inline void mla_load_rope_chunk(const MlaLayout& l, const std::uint16_t* x, std::int64_t row, int j,
                                        std::uint32_t* words) {
-  io::load_pair_words<kRopeChunk, kAligned>(x, row * l.dims() + l.nope_dims() + j * kRopeChunk, words);
+  io::load_pair_words<kRopeChunk>(x, row * l.dims() + l.nope_dims() + j * kRopeChunk, words);
 }
+// kAligned: the cache is 16-byte aligned (every rope chunk then is).
 template <bool kAligned = false>
 KVQ_HD inline void mla_store_rope_chunk(const MlaLayout& l, const std::uint32_t* words, std::uint8_t* cache,
                                         const MlaSlotBases& b, int j) {
