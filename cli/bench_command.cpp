@@ -357,11 +357,13 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   }
   kernels::fastest_copy_baselines(rows_out);
   std::ostringstream table;
-  table << "device: " << device << "\n" << std::left << std::setw(13) << "kernel" << std::setw(24) << "recipe" << std::setw(6)
+  int recipe_width = 24;  // the longest recipe name and a space (nvfp4-compressed-tensors has 24 characters)
+  for (const auto& r : rows_out) recipe_width = std::max(recipe_width, static_cast<int>(r.recipe.size()) + 1);
+  table << "device: " << device << "\n" << std::left << std::setw(13) << "kernel" << std::setw(recipe_width) << "recipe" << std::setw(6)
         << "dtype" << std::right << std::setw(10) << "MB moved" << std::setw(10) << "ms" << std::setw(10) << "GB/s"
         << std::setw(12) << "copy GB/s" << std::setw(10) << "of copy" << "\n";
   for (const auto& r : rows_out) {
-    table << std::left << std::setw(13) << r.kernel << std::setw(24) << r.recipe << std::setw(6) << r.dtype << std::right
+    table << std::left << std::setw(13) << r.kernel << std::setw(recipe_width) << r.recipe << std::setw(6) << r.dtype << std::right
           << std::fixed << std::setprecision(1) << std::setw(10) << r.bytes / 1e6 << std::setprecision(3) << std::setw(10)
           << r.median_ms << std::setprecision(0) << std::setw(10) << r.gbps << std::setw(12) << r.copy_gbps
           << std::setprecision(1) << std::setw(9) << 100.0 * r.gbps / r.copy_gbps << "%\n";

@@ -5,11 +5,12 @@
 
 namespace kvq::kernels {
 
-Status quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+Status quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* x, float, std::uint8_t* codes,
                           std::uint8_t* scales) {
   if (auto e = validate(s); !e.ok()) return e;
   if (!lane_split(s, input))
-    return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, or of 32 from FP32 input";
+    return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, of 32 from FP32 input or of "
+           "E4M3, or a lane variant (kLaneVariants)";
   const int lanes = lanes_of(s), words = span_words(s);
   constexpr int kMaxLanes = 128 / kLaneSpan;
   for_ranges(s.rows * (s.cols / s.block()), s.rows * s.cols, [&](std::int64_t first, std::int64_t last) {
@@ -20,7 +21,7 @@ Status quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* x, fl
         io::load_values(input, x, s.block() * b + kLaneSpan * lane, kLaneSpan, v[lane]);
         m = combine(m, span_max(v[lane]));
       }
-      const BlockPlan p = plan_block(s.recipe, g, m.max, m.nan);
+      const BlockPlan p = lane_plan(s.recipe, m);
       scales[b] = p.scale_code;
       for (int lane = 0; lane < lanes; ++lane) {
         std::uint32_t span[kLaneSpan / 4];

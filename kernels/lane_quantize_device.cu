@@ -10,17 +10,23 @@
 namespace kvq::kernels {
 namespace {
 
-template <FormatId E, int kBlock, DType T>
-__global__ void quantize_lanes_kernel(QuantizeShape shape, const void* x, float g, std::uint8_t* codes,
-                                      std::uint8_t* scales) {
+// V: an engine variant's index in kLaneVariants (its whole recipe a constant), or -1 (the
+// reference rules: the fields the code branches on as constants).
+template <FormatId E, int kBlock, DType T, int V = -1>
+__global__ void quantize_lanes_kernel(QuantizeShape shape, const void* x, std::uint8_t* codes, std::uint8_t* scales) {
   constexpr int kLanes = kBlock / kLaneSpan;  // a block's lanes: aligned groups in a warp
   static_assert(32 % kLanes == 0);
   QuantizeShape s = shape;
-  s.recipe = with_reference_arithmetic(s.recipe);  // lane_split takes no variant: constants
-  s.recipe.element = E;  // lane_split recipes as constants where the code branches on them
-  s.recipe.scale = BlockScale::e8m0_pow2;
-  s.recipe.block = kBlock;
-  if (kBlock == 32) s.recipe.element_rounding = Rounding::nearest_even;
+  if constexpr (V >= 0) {
+    constexpr Recipe kVariant = kLaneVariantRecipe<V>;
+    s.recipe = kVariant;
+  } else {
+    s.recipe = with_reference_arithmetic(s.recipe);
+    s.recipe.element = E;
+    s.recipe.scale = BlockScale::e8m0_pow2;
+    s.recipe.block = kBlock;
+    if (kBlock == 32) s.recipe.element_rounding = Rounding::nearest_even;
+  }
   constexpr int kWords = format_of(E).bits() == 4 ? kLaneSpan / 8 : kLaneSpan / 4;
   const std::int64_t total = s.rows * (s.cols / kLaneSpan);  // a multiple of kLanes: whole blocks
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;  // blockDim: a multiple of 32
@@ -36,7 +42,7 @@ __global__ void quantize_lanes_kernel(QuantizeShape shape, const void* x, float 
       const SpanMax other{__shfl_xor_sync(group, m.max, offset), __shfl_xor_sync(group, static_cast<int>(m.nan), offset) != 0};
       m = combine(m, other);
     }
-    const BlockPlan p = plan_block(s.recipe, g, m.max, m.nan);
+    const BlockPlan p = lane_plan(s.recipe, m);
     std::uint32_t words[kLaneSpan / 4];
     encode_span(s, p, m, v, words);
     io::store_words(codes + 4 * kWords * k, words, kWords);
@@ -44,18 +50,18 @@ __global__ void quantize_lanes_kernel(QuantizeShape shape, const void* x, float 
   }
 }
 
-template <FormatId E, int kBlock>
-cudaError_t launch_lanes(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
-                         std::uint8_t* scales, cudaStream_t st) {
+template <FormatId E, int kBlock, int V = -1>
+cudaError_t launch_lanes(const QuantizeShape& s, DType input, const void* x, std::uint8_t* codes, std::uint8_t* scales,
+                         cudaStream_t st) {
   constexpr int kThreads = 256;
   const int grid = launch::grid_for(s.rows * (s.cols / kLaneSpan), kThreads);
   switch (input) {
-    case DType::fp32: quantize_lanes_kernel<E, kBlock, DType::fp32><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales); break;
+    case DType::fp32: quantize_lanes_kernel<E, kBlock, DType::fp32, V><<<grid, kThreads, 0, st>>>(s, x, codes, scales); break;
     case DType::bf16:
     case DType::fp16:
-      if constexpr (E == FormatId::e4m3fn) {  // tiles of 128, MXFP8 blocks of 32
-        if (input == DType::bf16) quantize_lanes_kernel<E, kBlock, DType::bf16><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales);
-        else quantize_lanes_kernel<E, kBlock, DType::fp16><<<grid, kThreads, 0, st>>>(s, x, g, codes, scales);
+      if constexpr (E == FormatId::e4m3fn) {  // tiles of 128, MXFP8 blocks of 32, the lane variants
+        if (input == DType::bf16) quantize_lanes_kernel<E, kBlock, DType::bf16, V><<<grid, kThreads, 0, st>>>(s, x, codes, scales);
+        else quantize_lanes_kernel<E, kBlock, DType::fp16, V><<<grid, kThreads, 0, st>>>(s, x, codes, scales);
         break;
       } else {
         return cudaErrorInvalidValue;  // other 16-bit blocks of 32 run per block (quantize_device.cu)
@@ -68,22 +74,38 @@ cudaError_t launch_lanes(const QuantizeShape& s, DType input, const void* x, flo
 
 namespace device {
 
-Status quantize_lanes(const QuantizeShape& s, DType input, const void* x, float g, std::uint8_t* codes,
+// Engine variant V of kLaneVariants, or (V == kLaneVariantCount) none matched.
+template <int V = 0>
+cudaError_t launch_lane_variant(const QuantizeShape& s, DType input, const void* x, std::uint8_t* codes,
+                                std::uint8_t* scales, cudaStream_t st) {
+  if constexpr (V == kLaneVariantCount) {
+    return cudaErrorInvalidValue;
+  } else {
+    if (lane_variant_of(s.recipe) == V)
+      return launch_lanes<kLaneVariantRecipe<V>.element, kLaneVariantRecipe<V>.block, V>(s, input, x, codes, scales, st);
+    return launch_lane_variant<V + 1>(s, input, x, codes, scales, st);
+  }
+}
+
+Status quantize_lanes(const QuantizeShape& s, DType input, const void* x, float, std::uint8_t* codes,
                       std::uint8_t* scales, void* stream) {
   if (auto e = validate(s); !e.ok()) return e;
   if (!lane_split(s, input))
-    return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, or of 32 from FP32 input or of E4M3";
+    return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, of 32 from FP32 input or of "
+           "E4M3, or a lane variant (kLaneVariants)";
   if (s.rows * s.cols == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   cudaError_t e = cudaErrorInvalidValue;
-  if (s.recipe.block == 128) {
-    e = launch_lanes<FormatId::e4m3fn, 128>(s, input, x, g, codes, scales, st);
+  if (is_engine_variant(s.recipe)) {
+    e = launch_lane_variant(s, input, x, codes, scales, st);
+  } else if (s.recipe.block == 128) {
+    e = launch_lanes<FormatId::e4m3fn, 128>(s, input, x, codes, scales, st);
   } else {
     switch (s.recipe.element) {  // block 32: FP32 input, or E4M3 from any (lane_split)
-      case FormatId::e2m1: e = launch_lanes<FormatId::e2m1, 32>(s, input, x, g, codes, scales, st); break;
-      case FormatId::int4: e = launch_lanes<FormatId::int4, 32>(s, input, x, g, codes, scales, st); break;
-      case FormatId::e4m3fn: e = launch_lanes<FormatId::e4m3fn, 32>(s, input, x, g, codes, scales, st); break;
-      case FormatId::int8: e = launch_lanes<FormatId::int8, 32>(s, input, x, g, codes, scales, st); break;
+      case FormatId::e2m1: e = launch_lanes<FormatId::e2m1, 32>(s, input, x, codes, scales, st); break;
+      case FormatId::int4: e = launch_lanes<FormatId::int4, 32>(s, input, x, codes, scales, st); break;
+      case FormatId::e4m3fn: e = launch_lanes<FormatId::e4m3fn, 32>(s, input, x, codes, scales, st); break;
+      case FormatId::int8: e = launch_lanes<FormatId::int8, 32>(s, input, x, codes, scales, st); break;
       default: break;
     }
   }

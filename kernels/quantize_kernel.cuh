@@ -40,6 +40,7 @@ struct Config {
   ZeroGuard guard = ZeroGuard::block_and_scale;
   bool clamp = false;
   FixedUse use = FixedUse::reference;
+  bool pipelined = false;  // FixedKernel::pipelined
   // Decode-only configurations: the decode arithmetic of an engine variant as constants
   // (dequantize_tensor_param, the unsigned zero).
   TensorParam tensor_param = TensorParam::decode;
@@ -47,7 +48,8 @@ struct Config {
   Recipe recipe{};  // variant_recipe: the whole recipe (its block the configuration's)
 };
 // The fixed configurations, one list: a named recipe (formats/recipe_names.hpp), its block where
-// the kernel's differs, and whether the kernel pins the recipe's apply, zero guard and clamp.
+// the kernel's differs, whether the kernel pins the recipe's apply, zero guard and clamp, its use,
+// and whether its 16-bit blocks run the pipelined loop (kPipelinedOf).
 // A configuration quantizes every recipe of its element, scale kind, block, element rounding and
 // two-level style (pinned: and those three fields) that is not an engine variant, with the
 // reference arithmetic. Dequantize reads fewer fields (element, scale kind, block and the decode
@@ -63,11 +65,12 @@ struct FixedKernel {
   int block = 0;  // 0: the recipe's
   bool pinned = false;
   FixedUse use = FixedUse::reference;
+  bool pipelined = false;  // 4-bit: its 16-bit blocks run the pipelined loop (kPipelinedOf), where measured faster
 };
 constexpr FixedKernel kFixedKernels[] = {
     {"nvfp4"},           {"nvfp4", 32},      {"mxfp4-floor", 16},     {"mxfp4-floor"},
     {"mxfp8-e4m3-floor"}, {"mla-fp8-tile128"}, {"fp8-e4m3-tensor", kTensorChunk},
-    {"mxint8"},          {"mxint4"},         {"nvint4"},              {"nvfp4-flashinfer-kv"},
+    {"mxint8"},          {"mxint4", 0, false, FixedUse::reference, true},  {"nvint4"},  {"nvfp4-flashinfer-kv"},
     {"nvfp4-vllm"},      {"nvfp4-4over6-paper", 0, true},
     {"blockfp4-e8m0-ceil"},  // its shape: block-FP4 with bit exponents and ties away
     // Engine variants' decode arithmetic (both block-FP4 recipes; both four-over-six package rules)
@@ -76,16 +79,15 @@ constexpr FixedKernel kFixedKernels[] = {
     {"blockfp4-e8m0-ceil", 0, false, FixedUse::decode_only},
     {"mla-model1-tile64", 0, false, FixedUse::decode_only},
     // Engine variants' quantize, each of its own (the packed variant route: has_packed_variant_form)
-    {"nvfp4-torchao", 0, false, FixedUse::variant_recipe},
-    {"nvfp4-modelopt", 0, false, FixedUse::variant_recipe},
-    {"nvfp4-compressed-tensors", 0, false, FixedUse::variant_recipe},
-    {"blockfp4-e8m0-ceil", 0, false, FixedUse::variant_recipe},
-    {"blockfp4-e8m0-ceil-rne", 0, false, FixedUse::variant_recipe},
+    {"nvfp4-torchao", 0, false, FixedUse::variant_recipe, true},
+    {"nvfp4-modelopt", 0, false, FixedUse::variant_recipe, true},
+    {"nvfp4-compressed-tensors", 0, false, FixedUse::variant_recipe, true},
+    {"blockfp4-e8m0-ceil", 0, false, FixedUse::variant_recipe, true},
+    {"blockfp4-e8m0-ceil-rne", 0, false, FixedUse::variant_recipe, true},
     {"nvfp4-4over6-static6", 0, false, FixedUse::variant_recipe},
     {"nvfp4-4over6", 0, false, FixedUse::variant_recipe},  // its usual block: has_packed_four_over_six_amax_form
-    {"mxfp4-modelopt", 0, false, FixedUse::variant_recipe},
-    {"mla-model1-tile64", 0, false, FixedUse::variant_recipe},  // 8-bit: quantize_block, every field a constant
-    {"mla-model1-mxfp8-tile32", 0, false, FixedUse::variant_recipe},
+    {"mxfp4-modelopt", 0, false, FixedUse::variant_recipe},  // 16-bit input (FP32: lane-split, kLaneVariants)
+    // (MODEL1's E4M3 records quantize lane-split: kernels/lane_quantize.hpp kLaneVariants.)
     {"fp8-e4m3-tensor-torch", kTensorChunk, false, FixedUse::variant_recipe},  // per tensor: its IEEE division and cast
     // and by shape: per-tensor FP8 (the Triton casts).
     {"fp8-e4m3-tensor-triton", kTensorChunk, false, FixedUse::variant_quantize},
@@ -96,6 +98,7 @@ constexpr Config config_of(const FixedKernel& k) {
   Config c{r.element, r.scale, k.block != 0 ? k.block : r.block, r.two_level, r.element_rounding,
            k.pinned,  r.apply, r.zero_guard,                     r.clamp_block_scale};
   c.use = k.use;
+  c.pipelined = k.pipelined;
   if (k.use == FixedUse::variant_recipe) {
     c.recipe = r;
     c.recipe.block = c.block;
@@ -179,16 +182,20 @@ constexpr bool kOccupiedOf = C != kGeneric && (kReferenceOf<C> || kFixed[C].use 
                              (kFixed[C].two_level == TwoLevel::four_over_six ||
                               kFixed[C].two_level == TwoLevel::four_over_six_amax);
 
-// Fixed configurations that lane_split sends to kernels/lane_quantize_device.cu for input T.
+// Fixed configurations that lane_split sends to kernels/lane_quantize_device.cu for input T (the
+// engine variants of kLaneVariants: E4M3 ones for every input, E2M1 ones for FP32).
 template <int C, DType T>
-constexpr bool kLaneSplitOf = kReferenceOf<C> && kFixed[C].scale == BlockScale::e8m0_pow2 &&
-                              ((kFixed[C].element == FormatId::e4m3fn && kFixed[C].block == 128) ||
-                               (kFixed[C].block == 32 && (T == DType::fp32 || kFixed[C].element == FormatId::e4m3fn) &&
-                                kFixed[C].rounding == Rounding::nearest_even));
+constexpr bool kLaneSplitOf = (kReferenceOf<C> && kFixed[C].scale == BlockScale::e8m0_pow2 &&
+                               ((kFixed[C].element == FormatId::e4m3fn && kFixed[C].block == 128) ||
+                                (kFixed[C].block == 32 && (T == DType::fp32 || kFixed[C].element == FormatId::e4m3fn) &&
+                                 kFixed[C].rounding == Rounding::nearest_even))) ||
+                              (C != kGeneric && kFixed[C].use == FixedUse::variant_recipe &&
+                               lane_variant_of(kFixed[C].recipe) >= 0 &&
+                               (kFixed[C].element == FormatId::e4m3fn || T == DType::fp32));
 
 // Fixed 8-bit block configurations of at most 32 elements: their 16-bit blocks are quantized from
-// pair words (quantize_pair_words). In effect MXINT8 and MODEL1's MXFP8 record: the MXFP8 rules'
-// 16-bit blocks are lane-split (kLaneSplitOf: no kernel of theirs is built here).
+// pair words (quantize_pair_words). In effect MXINT8: the MXFP8 rules' 16-bit blocks are lane-split
+// (kLaneSplitOf: no kernel of theirs is built here).
 template <int C>
 constexpr bool kBytePipelinedOf = C != kGeneric && kFixed[C].use != FixedUse::decode_only &&
                                   format_of(kFixed[C].element).bits() == 8 && kFixed[C].scale != BlockScale::tensor_only &&
@@ -196,9 +203,12 @@ constexpr bool kBytePipelinedOf = C != kGeneric && kFixed[C].use != FixedUse::de
 // Whether configuration C with input T runs the pipelined loop (where x is 16-byte aligned): a
 // block of BF16 or FP16 pair words, the next block's words loaded while this one is quantized
 // (4over6, whose per-block work hides the load; the 8-bit blocks of kBytePipelinedOf, whose
-// one-block loop waited on its loads: docs/performance.md).
+// one-block loop waited on its loads; the 4-bit configurations marked pipelined: the engine
+// variants whose per-block rules do more, and MXINT4. The reference NVFP4, NVINT4, MXFP4 and the
+// package's one-candidate rule measured slower or the same: docs/performance.md).
 template <int C, DType T>
-constexpr bool kPipelinedOf = (kOccupiedOf<C> || kBytePipelinedOf<C>) && T != DType::fp32 && kBlockOf<C> % 8 == 0;
+constexpr bool kPipelinedOf = (kOccupiedOf<C> || kBytePipelinedOf<C> || (C != kGeneric && kFixed[C].pipelined)) &&
+                              T != DType::fp32 && kBlockOf<C> % 8 == 0;
 
 template <int C, DType T, class Codes, class Scales>
 __device__ __forceinline__ void quantize_blocks(const QuantizeShape& s, const void* x, const GlobalTerms& t, Codes codes,
