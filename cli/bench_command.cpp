@@ -347,6 +347,10 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   std::string device;
   err << "kvq bench: " << rows << "x" << cols << " " << dtype << " (" << mib << " MiB input), median of " << repeats
       << " runs each\n";
+#ifdef KVQ_CUDA_CHECK_BUILD
+  err << "kvq bench: warning: this binary's device code was compiled for a build check (KVQ_CUDA_CHECK_BUILD, NVVM -O1):"
+         " its kernels run slower than kvq's, so these timings are not kvq's\n";
+#endif
   std::string e =
       kernels::run_benchmarks(cases, t, rows, cols, static_cast<int>(repeats), &rows_out, &device, paged_swizzle).message();
   if (e.empty() && mla) e = kernels::run_mla_benchmarks(static_cast<int>(repeats), &rows_out).message();

@@ -6,9 +6,16 @@
 # then the default error studies and their notebooks (experiments/run_default_studies.sh).
 #
 #   bash cli/setup.sh            set up, build, run the main job
-#   bash cli/setup.sh --build    set up and build only (what CI does before ctest; no notebook packages)
+#   bash cli/setup.sh --build    set up and build only (no notebook packages)
+#   bash cli/setup.sh --build --check-build
+#                                the same, the device code compiled at NVVM -O1 to check that it builds
+#                                (what CI does before ctest: no GPU there; not for timing, docs/cli.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "$*" in
+  "" | "--build" | "--build --check-build") ;;
+  *) echo "kvq setup: unknown arguments '$*' (none, --build, or --build --check-build)" >&2; exit 2 ;;
+esac
 
 packages=(cmake ninja-build g++ libeigen3-dev libboost-dev librapidcheck-dev doctest-dev python3-venv python3-dev)
 missing=()
@@ -33,7 +40,9 @@ if [ "${1:-}" != "--build" ] && ! .venv/bin/python -c "import pandas, matplotlib
   .venv/bin/pip install -q --disable-pip-version-check pandas matplotlib nbconvert ipykernel
 fi
 
-cmake --preset default -DKVQ_PYTHON="$PWD/.venv/bin/python" >/dev/null
+check_build=OFF
+[ "${1:-}" = "--build" ] && [ "${2:-}" = "--check-build" ] && check_build=ON
+cmake --preset default -DKVQ_PYTHON="$PWD/.venv/bin/python" -DKVQ_CUDA_CHECK_BUILD="$check_build" >/dev/null
 cmake --build --preset default -j "$(nproc)"
 
 if [ "${1:-}" = "--build" ]; then exit 0; fi
