@@ -68,6 +68,14 @@ KVQ_HD inline bool lane_split(const QuantizeShape& s, DType input) {
   return r.block == 32 && (input == DType::fp32 || r.element == FormatId::e4m3fn) &&
          r.element_rounding == Rounding::nearest_even;
 }
+// The lane-split entry points' check of their arguments (quantize_lanes and its CPU twin).
+inline Status validate_lane_split(const QuantizeShape& s, DType input) {
+  if (auto e = validate(s); !e.ok()) return e;
+  if (!lane_split(s, input))
+    return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, of 32 from FP32 input or of "
+           "E4M3, or a lane variant (kLaneVariants)";
+  return {};
+}
 KVQ_HD inline int lanes_of(const QuantizeShape& s) { return s.recipe.block / kLaneSpan; }
 // Code words (four bytes each) of a span: two of 4-bit codes, four of 8-bit ones.
 KVQ_HD inline int span_words(const QuantizeShape& s) { return s.packed() ? kLaneSpan / 8 : kLaneSpan / 4; }

@@ -7,10 +7,7 @@ namespace kvq::kernels {
 
 Status quantize_lanes_cpu(const QuantizeShape& s, DType input, const void* x, float, std::uint8_t* codes,
                           std::uint8_t* scales) {
-  if (auto e = validate(s); !e.ok()) return e;
-  if (!lane_split(s, input))
-    return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, of 32 from FP32 input or of "
-           "E4M3, or a lane variant (kLaneVariants)";
+  if (auto e = validate_lane_split(s, input); !e.ok()) return e;
   const int lanes = lanes_of(s), words = span_words(s);
   constexpr int kMaxLanes = 128 / kLaneSpan;
   for_ranges(s.rows * (s.cols / s.block()), s.rows * s.cols, [&](std::int64_t first, std::int64_t last) {

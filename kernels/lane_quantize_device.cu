@@ -74,30 +74,27 @@ cudaError_t launch_lanes(const QuantizeShape& s, DType input, const void* x, std
 
 namespace device {
 
-// Engine variant V of kLaneVariants, or (V == kLaneVariantCount) none matched.
+// The kernel of engine variant `variant` (lane_variant_of: its index in kLaneVariants, or -1).
 template <int V = 0>
-cudaError_t launch_lane_variant(const QuantizeShape& s, DType input, const void* x, std::uint8_t* codes,
+cudaError_t launch_lane_variant(int variant, const QuantizeShape& s, DType input, const void* x, std::uint8_t* codes,
                                 std::uint8_t* scales, cudaStream_t st) {
   if constexpr (V == kLaneVariantCount) {
     return cudaErrorInvalidValue;
   } else {
-    if (lane_variant_of(s.recipe) == V)
+    if (variant == V)
       return launch_lanes<kLaneVariantRecipe<V>.element, kLaneVariantRecipe<V>.block, V>(s, input, x, codes, scales, st);
-    return launch_lane_variant<V + 1>(s, input, x, codes, scales, st);
+    return launch_lane_variant<V + 1>(variant, s, input, x, codes, scales, st);
   }
 }
 
 Status quantize_lanes(const QuantizeShape& s, DType input, const void* x, float, std::uint8_t* codes,
                       std::uint8_t* scales, void* stream) {
-  if (auto e = validate(s); !e.ok()) return e;
-  if (!lane_split(s, input))
-    return "recipe: the lane-split quantizer takes E8M0 blocks of 128 E4M3 elements, of 32 from FP32 input or of "
-           "E4M3, or a lane variant (kLaneVariants)";
+  if (auto e = validate_lane_split(s, input); !e.ok()) return e;
   if (s.rows * s.cols == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
   cudaError_t e = cudaErrorInvalidValue;
   if (is_engine_variant(s.recipe)) {
-    e = launch_lane_variant(s, input, x, codes, scales, st);
+    e = launch_lane_variant(lane_variant_of(s.recipe), s, input, x, codes, scales, st);
   } else if (s.recipe.block == 128) {
     e = launch_lanes<FormatId::e4m3fn, 128>(s, input, x, codes, scales, st);
   } else {
