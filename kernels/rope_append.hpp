@@ -157,7 +157,7 @@ KVQ_HD inline std::uint8_t quantize_e4m3(float value, float scale) { return e4m3
 // K rope (kv_heads x rope groups), K nope (kv_heads x nope groups), V (MHA). A rope group rotates
 // kRopePairs pairs (16 elements) at frequencies p0..: NeoX pairs (p, rope_dim/2 + p), GPT-J pairs
 // (2p, 2p + 1), so every input element and each cos/sin value is loaded once per group. A plain group
-// (nope, V) scales and converts kRopeQuantSpan contiguous elements. A part whose heads lie contiguous
+// (nope, V) scales and converts rope_quant_span contiguous elements. A part whose heads lie contiguous
 // in the input and in the output alike (Q nope; MLA K nope; V except in a paged HND cache) is one flat
 // span of heads * dim elements (head 0): its groups may straddle heads, only its last group is short.
 // A whole group runs compile-time code (registers only; on the device 16-byte loads and FP8 codes
@@ -167,7 +167,11 @@ KVQ_HD inline std::uint8_t quantize_e4m3(float value, float scale) { return e4m3
 // depend on the split. When every group of a launch is whole and aligned (rope_groups_whole) the
 // kWhole code has neither tails nor alignment tests.
 
-inline constexpr int kRopeQuantSpan = 32;  // elements of a nope / V group: two 16-byte FP8 stores
+inline constexpr int kRopeQuantSpan = 32;  // elements of a nope / V group from 16-bit input: two 16-byte FP8 stores
+// Elements of a nope / V group from input t: 32, or 16 from FP32 (one 16-byte store of codes, so that
+// a warp's stores are contiguous across its lanes; two stores a lane at a lane stride of twice their
+// width half-filled every sector they wrote: docs/performance.md).
+KVQ_HD constexpr int rope_quant_span(DType t) { return t == DType::fp32 ? kRopeQuantSpan / 2 : kRopeQuantSpan; }
 inline constexpr int kRopePairs = 8;       // rotation pairs of a rope group: 16 elements
 
 enum class RopePart : std::uint8_t { q, k, v };
@@ -177,7 +181,7 @@ struct RopeGroup {
   bool rope = false;  // rope or nope part (V: false)
   int head = 0;       // 0 in a flat part
   int first = 0;      // first element (rope: first pair) within the head vector or the flat span
-  int count = 0;      // 1..kRopeQuantSpan elements, or 1..kRopePairs pairs
+  int count = 0;      // 1..rope_quant_span elements, or 1..kRopePairs pairs
 };
 
 // A token's parts, in order: Q rope, Q nope, K rope, K nope, V. A part is `heads` vectors of
@@ -185,6 +189,7 @@ struct RopeGroup {
 // whose V is per head in an HND cache; the contiguous intermediate's V is flat.
 struct RopePartShape {
   int heads = 0, per_head = 0, length = 0;
+  int span = 0;  // elements (rope: pairs) of a whole group
   int shift = -1;  // log2(per_head) when a power of two (rope parts of rope_dim 16, 32, 64, 128, 256), else -1
   KVQ_HD int groups() const { return heads * per_head; }
 };
@@ -204,26 +209,30 @@ KVQ_HD inline int exact_log2(int n) {
 
 KVQ_HD inline RopePartShape rope_part(int heads, int length, int span) {
   const int per_head = (length + span - 1) / span;
-  return {heads, per_head, length, exact_log2(per_head)};
+  return {heads, per_head, length, span, exact_log2(per_head)};
 }
-KVQ_HD inline RopeParts rope_parts(const RopeShape& s, bool paged) {
+// `span`: the plain groups' elements, rope_quant_span(s.input) for the kernels that read the input;
+// the append (append_parts), which copies FP8 codes, takes kRopeQuantSpan whatever the input was.
+KVQ_HD inline RopeParts rope_parts(const RopeShape& s, bool paged, int span) {
   const int pairs = s.rope_dim / 2;
   const bool v_flat = !paged || s.layout == KvLayout::nhd;
   RopeParts p;
   p.q_rope = rope_part(s.q_heads, pairs, kRopePairs);
-  p.q_nope = rope_part(1, s.q_heads * s.nope_dim(), kRopeQuantSpan);
+  p.q_nope = rope_part(1, s.q_heads * s.nope_dim(), span);
   p.k_rope = rope_part(s.kv_heads, pairs, kRopePairs);
-  p.k_nope = rope_part(s.kv_heads, s.nope_dim(), kRopeQuantSpan);
-  if (!s.mla()) p.v = v_flat ? rope_part(1, s.kv_heads * s.head_dim, kRopeQuantSpan)
-                             : rope_part(s.kv_heads, s.head_dim, kRopeQuantSpan);
+  p.k_nope = rope_part(s.kv_heads, s.nope_dim(), span);
+  if (!s.mla()) p.v = v_flat ? rope_part(1, s.kv_heads * s.head_dim, span) : rope_part(s.kv_heads, s.head_dim, span);
   return p;
 }
+KVQ_HD inline RopeParts rope_parts(const RopeShape& s, bool paged) { return rope_parts(s, paged, rope_quant_span(s.input)); }
+// The append's parts (paged): 32-byte plain groups of codes (measured faster than 16 bytes a lane).
+KVQ_HD inline RopeParts append_parts(const RopeShape& s) { return rope_parts(s, true, kRopeQuantSpan); }
 
 // Group k (0 <= k < p.groups()) of a part; one head (a flat part, MLA K) or a power-of-two number of
 // groups a head needs no division.
 template <RopePart kPart, bool kRope>
 KVQ_HD inline RopeGroup part_group(const RopePartShape& p, int k) {
-  constexpr int span = kRope ? kRopePairs : kRopeQuantSpan;
+  const int span = kRope ? kRopePairs : p.span;
   RopeGroup it;
   it.part = kPart;
   it.rope = kRope;
@@ -297,49 +306,39 @@ KVQ_HD inline void rotate_group(const RopeShape& s, const GroupSource& src, cons
   const int half = s.rope_dim / 2, p0 = it.first;
   if (s.style == RopeStyle::neox) {
     if constexpr (kN > 0) {
+      // Each half's kN codes in one 8-byte store and, with 16-bit input, its kN values in one 16-byte
+      // load, so that a warp's accesses are contiguous across its lanes (halves of kSub pairs stored
+      // and loaded at a time left every access a lane stride of twice its width: docs/performance.md).
+      // FP32 halves load kSub values at a time (16 bytes, a lane's widest load).
       constexpr int kSub = kN / 2;  // pairs converted at a time (registers)
+      static_assert(kSub == 4);
+      std::uint32_t lo_words[kN / 2], hi_words[kN / 2], lo_codes[kN / 4], hi_codes[kN / 4];
       if (s.input != DType::fp32) {
-        // 16-bit input: each half's kN values in one 16-byte load and its kN codes in one 8-byte
-        // store, so that a warp's loads and stores are contiguous across its lanes (the halves of
-        // kSub pairs left every access a lane stride of twice its width: docs/performance.md).
-        std::uint32_t lo_words[kN / 2], hi_words[kN / 2], lo_codes[kN / 4], hi_codes[kN / 4];
         io::load_pair_words<kN, kAligned>(src.src, p0, lo_words);
         io::load_pair_words<kN, kAligned>(src.src, half + p0, hi_words);
-        KVQ_UNROLL
-        for (int q = 0; q < kN; q += kSub) {
-          float lo[kSub], hi[kSub], c[kSub], sn[kSub], y_lo[kSub], y_hi[kSub];
-          io::unpack_pair_words<kSub>(s.input, lo_words + q / 2, lo);
-          io::unpack_pair_words<kSub>(s.input, hi_words + q / 2, hi);
-          io::load_readonly_floats<kAligned>(cos_sin + p0 + q, kSub, c);
-          io::load_readonly_floats<kAligned>(cos_sin + half + p0 + q, kSub, sn);
-          KVQ_UNROLL
-          for (int i = 0; i < kSub; ++i) {
-            y_lo[i] = mul_rn(rope_rotate(lo[i], hi[i], c[i], sn[i], true), src.scale);
-            y_hi[i] = mul_rn(rope_rotate(hi[i], lo[i], c[i], sn[i], false), src.scale);
-          }
-          static_assert(kSub == 4);
-          lo_codes[q / kSub] = e4m3x4_satfinite_fast(y_lo);
-          hi_codes[q / kSub] = e4m3x4_satfinite_fast(y_hi);
-        }
-        io::store_words<true, kAligned ? 8 : 1>(out + p0, lo_codes, kN / 4);
-        io::store_words<true, kAligned ? 8 : 1>(out + half + p0, hi_codes, kN / 4);
-        return;
       }
       KVQ_UNROLL
-      for (int q0 = p0; q0 < p0 + kN; q0 += kSub) {
+      for (int q = 0; q < kN; q += kSub) {
         float lo[kSub], hi[kSub], c[kSub], sn[kSub], y_lo[kSub], y_hi[kSub];
-        io::load_values<true, kAligned>(s.input, src.src, q0, kSub, lo);
-        io::load_values<true, kAligned>(s.input, src.src, half + q0, kSub, hi);
-        io::load_readonly_floats<kAligned>(cos_sin + q0, kSub, c);
-        io::load_readonly_floats<kAligned>(cos_sin + half + q0, kSub, sn);
+        if (s.input != DType::fp32) {
+          io::unpack_pair_words<kSub>(s.input, lo_words + q / 2, lo);
+          io::unpack_pair_words<kSub>(s.input, hi_words + q / 2, hi);
+        } else {
+          io::load_values<true, kAligned>(s.input, src.src, p0 + q, kSub, lo);
+          io::load_values<true, kAligned>(s.input, src.src, half + p0 + q, kSub, hi);
+        }
+        io::load_readonly_floats<kAligned>(cos_sin + p0 + q, kSub, c);
+        io::load_readonly_floats<kAligned>(cos_sin + half + p0 + q, kSub, sn);
         KVQ_UNROLL
         for (int i = 0; i < kSub; ++i) {
           y_lo[i] = mul_rn(rope_rotate(lo[i], hi[i], c[i], sn[i], true), src.scale);
           y_hi[i] = mul_rn(rope_rotate(hi[i], lo[i], c[i], sn[i], false), src.scale);
         }
-        store_e4m3<kSub, kAligned>(out + q0, y_lo);
-        store_e4m3<kSub, kAligned>(out + half + q0, y_hi);
+        lo_codes[q / kSub] = e4m3x4_satfinite_fast(y_lo);
+        hi_codes[q / kSub] = e4m3x4_satfinite_fast(y_hi);
       }
+      io::store_words<true, kAligned ? 8 : 1>(out + p0, lo_codes, kN / 4);
+      io::store_words<true, kAligned ? 8 : 1>(out + half + p0, hi_codes, kN / 4);
     } else {
       for (int p = p0; p < p0 + it.count; ++p) {
         const float lo = load_value(s.input, src.src, p);
@@ -439,8 +438,8 @@ KVQ_HD inline bool token_target(const RopeShape& s, const RopeInputs& in, const 
   return true;
 }
 
-// True when every group is whole and its vector loads and stores aligned (NeoX half codes: 8 bytes,
-// FP32 input 4): rope_dim and head_dim multiples of 32 (so nope_dim too: whole plain groups) and
+// True when every group is whole and its vector loads and stores aligned (NeoX half codes: 8 bytes):
+// rope_dim and head_dim multiples of 32 (so nope_dim too: whole plain groups) and
 // every buffer 16-byte aligned. The kernels and the CPU twins then run the kWhole code: no tail
 // groups, no alignment tests.
 inline bool rope_groups_whole(const RopeShape& s, std::initializer_list<const void*> buffers) {
@@ -465,7 +464,9 @@ KVQ_HD inline void rope_group_work(const RopeShape& s, const RopeInputs& in, con
                           ? q_destination(s, q, token, it)
                           : kv_destination(s, out, at.vector, it, std::int64_t{at.head_stride} * it.head);
   if (!it.rope) {
-    if (kWhole || it.count == kRopeQuantSpan) {
+    if (s.input == DType::fp32 && (kWhole || it.count == rope_quant_span(DType::fp32))) {
+      quantize_group<rope_quant_span(DType::fp32), kWhole>(s.input, src.src, it.first, it.count, src.scale, dst + it.first);
+    } else if (s.input != DType::fp32 && (kWhole || it.count == kRopeQuantSpan)) {
       quantize_group<kRopeQuantSpan, kWhole>(s.input, src.src, it.first, it.count, src.scale, dst + it.first);
     } else {
       quantize_group<0, false>(s.input, src.src, it.first, it.count, src.scale, dst + it.first);

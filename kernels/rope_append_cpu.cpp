@@ -204,7 +204,7 @@ Status append_paged_cpu(const RopeShape& s, const KvBuffers& contiguous, const K
   if (e.ok()) e = validate_buffers(s, cache, s.cache_slots(), "cache");
   if (e.ok()) e = validate_indices(s, nullptr, t);
   if (!e.ok()) return e;
-  const RopeParts p = rope_parts(s, true);
+  const RopeParts p = append_parts(s);
   for (std::int64_t i = 0; i < s.tokens; ++i) append_token_work(s, p, contiguous, cache, t, i, 0, 1);
   return {};
 }

@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kThreads, 5)
     append_kernel(RopeShape shape, KvBuffers contiguous, KvBuffers cache, PageTable t, int chunk) {
   RopeShape s = shape;
   s.style = S;
-  const RopeParts p = rope_parts(s, true);
+  const RopeParts p = append_parts(s);
   const int lane = static_cast<int>(threadIdx.x % 32), groups = append_groups(p), items = chunk * groups;
   const std::int64_t step = std::int64_t{gridDim.x} * kWarps * chunk;
   for (std::int64_t first = (std::int64_t{blockIdx.x} * kWarps + threadIdx.x / 32) * chunk; first < s.tokens;
