@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu_rows.hpp"
 #include "kernels/paged_store.hpp"
 
 namespace kvq::kernels {
@@ -104,10 +105,14 @@ Status paged_store_cpu(const PagedStoreShape& s, const PagedScales& scales, cons
   const PagedDividers d = paged_dividers(s);
   const PagedTables tables(s.recipe, scales);  // as the kernels: once
   const PagedTerms t = tables.terms(scales);
-  for (std::int64_t item = 0; item < items; ++item) {
-    if (narrow) paged_store_item(s, s.recipe, scales, a, static_cast<std::uint32_t>(item), d, t);
-    else paged_store_item(s, s.recipe, scales, a, item, d, t);
-  }
+  // Items write disjoint bytes (validate_slots: no slot twice), as the kernel's threads do.
+  const std::int64_t elements = 2 * s.tokens * s.layout.heads * s.layout.head_dim;
+  for_ranges(items, elements, [&](std::int64_t first, std::int64_t last) {
+    for (std::int64_t item = first; item < last; ++item) {
+      if (narrow) paged_store_item(s, s.recipe, scales, a, static_cast<std::uint32_t>(item), d, t);
+      else paged_store_item(s, s.recipe, scales, a, item, d, t);
+    }
+  });
   return {};
 }
 
