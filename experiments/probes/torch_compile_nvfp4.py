@@ -7,8 +7,13 @@ same reference with every `/` of the block scale and of the elements computed as
 (Triton's FP32 `/`, docs/recipes.md "Engine arithmetic"; CuPy inline PTX) against the compiled
 bytes, with the scale's `/ 6.0` as a division or as a multiplication by RN(1/6).
 
-    python3 experiments/probes/torch_compile_nvfp4.py [--mib 256] [--seeds 0,1,2,...]
+    python3 experiments/probes/torch_compile_nvfp4.py [--mib 256] [--seeds 0,1,2,...] [--dump DIR]
+
+--dump DIR writes, for each seed, the compiled and the eager outputs as port tensors for `kvq
+identify` / `kvq verify nvfp4` (docs/ports.md): DIR/seedS/in/x.npy (BF16 bits) and
+DIR/seedS/{compiled,eager}/{codes.npy, scales.npy, manifest.json} (g given, eager's).
 """
+import json
 import argparse
 import os
 import sys
@@ -49,11 +54,31 @@ def nvfp4_div_full(x, thresholds, sixth_by_reciprocal):
     return (code[:, 0] | (code[:, 1] << 4)), sf
 
 
+def dump(folder, x, g, outputs):
+    """x (BF16 bits) and each output's codes and scales, with a manifest naming g (decode, given)."""
+    import numpy as np
+    os.makedirs(os.path.join(folder, "in"), exist_ok=True)
+    np.save(os.path.join(folder, "in", "x.npy"), x.view(torch.int16).cpu().numpy().view(np.uint16))
+    for name, (codes, sf) in outputs.items():
+        out = os.path.join(folder, name)
+        os.makedirs(out, exist_ok=True)
+        np.save(os.path.join(out, "codes.npy"), codes.cpu().numpy())
+        np.save(os.path.join(out, "scales.npy"), sf.view(torch.uint8).reshape(-1).cpu().numpy())
+        manifest = {"kvq_port_manifest": 1, "recipe": "nvfp4", "tensors": {
+            "x": {"file": "x.npy", "dtype": "bfloat16"}, "codes": {"file": "codes.npy"},
+            "block_scales": {"file": "scales.npy"},
+            "global_scale": {"bits": hex(g.view(torch.int32).item() & 0xFFFFFFFF), "convention": "decode"}},
+            "layout": {"nibble_order": "low_first", "block": 16}}
+        with open(os.path.join(out, "manifest.json"), "w") as f:
+            json.dump(manifest, f, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--cols", type=int, default=128)
     ap.add_argument("--seeds", default="0,1,2,3,4,5,6,7")
+    ap.add_argument("--dump")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("SKIPPED: no CUDA device", file=sys.stderr)
@@ -75,6 +100,8 @@ def main():
               f"RN(amax/2688) {bits(g_div)} RN(amax*RN(1/2688)) {bits(g_rcp)}  "
               f"scale bytes differing {int((sf_e.view(torch.uint8) != sf_c.view(torch.uint8)).sum())}  "
               f"code bytes differing {int((codes_e != codes_c).sum())}")
+        if args.dump:
+            dump(os.path.join(args.dump, f"seed{seed}"), x, g_e, {"compiled": (codes_c, sf_c), "eager": (codes_e, sf_e)})
         for by_rcp in (False, True):
             codes_m, sf_m = nvfp4_div_full(x, thresholds, by_rcp)
             print(f"  div.full model (/6 {'by RN(1/6)' if by_rcp else 'div.full'}) against compiled: scale bytes "
