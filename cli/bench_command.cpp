@@ -348,7 +348,7 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   err << "kvq bench: " << rows << "x" << cols << " " << dtype << " (" << mib << " MiB input), median of " << repeats
       << " runs each\n";
 #ifdef KVQ_CUDA_CHECK_BUILD
-  err << "kvq bench: warning: this binary's device code was compiled for a build check (KVQ_CUDA_CHECK_BUILD, NVVM -O1):"
+  err << "kvq bench: warning: this binary's device code was compiled for a build check (KVQ_CUDA_CHECK_BUILD, NVVM -O1, ptxas -O0):"
          " its kernels run slower than kvq's, so these timings are not kvq's\n";
 #endif
   std::string e =

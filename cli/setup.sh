@@ -8,7 +8,7 @@
 #   bash cli/setup.sh            set up, build, run the main job
 #   bash cli/setup.sh --build    set up and build only (no notebook packages)
 #   bash cli/setup.sh --build --check-build
-#                                the same, the device code compiled at NVVM -O1 to check that it builds
+#                                the same, the device code compiled at NVVM -O1, ptxas -O0, to check that it builds
 #                                (what CI does before ctest: no GPU there; not for timing, docs/cli.md)
 set -euo pipefail
 cd "$(dirname "$0")/.."
