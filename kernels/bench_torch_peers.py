@@ -37,14 +37,18 @@ def nvfp4_eager(x, thresholds):
     xf = x.float().reshape(-1, 16)
     g = xf.abs().amax() / 2688.0
     sf = ((xf.abs().amax(dim=1, keepdim=True) / 6.0) / g).to(torch.float8_e4m3fn)
-    y = xf / (sf.float() * g)
+    return e2m1_packed(xf / (sf.float() * g), thresholds), sf
+
+
+def e2m1_packed(y, thresholds):
+    """E2M1 codes of the scaled values y (ties to even, saturating at 6), packed two a byte."""
     a = y.abs().clamp(max=6.0)
     # round half to even on the E2M1 grid: a tie goes to the even code
     code = torch.bucketize(a, thresholds, right=False)  # ties go down here ...
     tie = (a.unsqueeze(-1) == thresholds).any(-1) & (code % 2 == 1)  # ... and up to even codes
     code = (code + tie.to(code.dtype)) | ((y < 0).to(code.dtype) << 3)
     code = code.to(torch.uint8).reshape(-1, 2)
-    return (code[:, 0] | (code[:, 1] << 4)), sf
+    return code[:, 0] | (code[:, 1] << 4)
 
 
 def compiled_nvfp4(x, thresholds, mode):

@@ -1,8 +1,8 @@
 """Where torch.compile's NVFP4 reference (kernels/bench_torch_peers.py) departs from eager's bytes.
 
 On a GPU with PyTorch: draws the bench's input (seeded), runs the reference eagerly and compiled,
-and compares, stage by stage, the global scale g = amax / 2688, the block scales and the codes; for
-g it also prints the two candidate roundings RN(amax / 2688) and RN(amax * RN(1 / 2688)). Then the
+and compares, stage by stage, the global scale g = amax / 2688 (eager's is RN(amax / 2688); also
+printed: RN(amax * RN(1 / 2688))), the block scales and the codes. Then the
 same reference with every `/` of the block scale and of the elements computed as PTX div.full.f32
 (Triton's FP32 `/`, docs/recipes.md "Engine arithmetic"; CuPy inline PTX) against the compiled
 bytes, with the scale's `/ 6.0` as a division or as a multiplication by RN(1/6).
@@ -13,8 +13,8 @@ bytes, with the scale's `/ 6.0` as a division or as a multiplication by RN(1/6).
 identify` / `kvq verify nvfp4` (docs/ports.md): DIR/seedS/in/x.npy (BF16 bits) and
 DIR/seedS/{compiled,eager}/{codes.npy, scales.npy, manifest.json} (g given, eager's).
 """
-import json
 import argparse
+import json
 import os
 import sys
 
@@ -22,7 +22,7 @@ import cupy as cp
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "kernels"))
-from bench_torch_peers import e2m1_thresholds, nvfp4_eager  # noqa: E402
+from bench_torch_peers import e2m1_packed, e2m1_thresholds, nvfp4_eager  # noqa: E402
 
 
 def global_scale(x):
@@ -45,13 +45,7 @@ def nvfp4_div_full(x, thresholds, sixth_by_reciprocal):
     bmax = xf.abs().amax(dim=1, keepdim=True)
     sixth = bmax * (1.0 / 6.0) if sixth_by_reciprocal else div_full(bmax, torch.full_like(bmax, 6.0))
     sf = div_full(sixth, g.expand_as(sixth)).to(torch.float8_e4m3fn)
-    y = div_full(xf, (sf.float() * g).expand_as(xf))
-    a = y.abs().clamp(max=6.0)
-    code = torch.bucketize(a, thresholds, right=False)
-    tie = (a.unsqueeze(-1) == thresholds).any(-1) & (code % 2 == 1)
-    code = (code + tie.to(code.dtype)) | ((y < 0).to(code.dtype) << 3)
-    code = code.to(torch.uint8).reshape(-1, 2)
-    return (code[:, 0] | (code[:, 1] << 4)), sf
+    return e2m1_packed(div_full(xf, (sf.float() * g).expand_as(xf)), thresholds), sf
 
 
 def dump(folder, x, g, outputs):
@@ -93,11 +87,11 @@ def main():
              torch.rand(count // args.cols, 1, device="cuda") * 4).to(torch.bfloat16)
         (codes_e, sf_e), (codes_c, sf_c) = nvfp4_eager(x, thresholds), compiled(x, thresholds)
         amax = x.float().abs().amax()
-        g_div, g_rcp = amax / 2688.0, amax * (torch.tensor(1.0, device="cuda") / 2688.0)
+        g_rcp = amax * (torch.tensor(1.0, device="cuda") / 2688.0)
         g_e, g_c = global_scale(x), compiled_g(x)
         bits = lambda t: hex(t.view(torch.int32).item() & 0xFFFFFFFF)
         print(f"seed {seed}: amax {bits(amax)}  g eager {bits(g_e)} compiled {bits(g_c)}  "
-              f"RN(amax/2688) {bits(g_div)} RN(amax*RN(1/2688)) {bits(g_rcp)}  "
+              f"RN(amax*RN(1/2688)) {bits(g_rcp)}  "
               f"scale bytes differing {int((sf_e.view(torch.uint8) != sf_c.view(torch.uint8)).sum())}  "
               f"code bytes differing {int((codes_e != codes_c).sum())}")
         if args.dump:
