@@ -169,8 +169,8 @@ KVQ_HD inline std::uint8_t quantize_e4m3(float value, float scale) { return e4m3
 
 inline constexpr int kRopeQuantSpan = 32;  // elements of a nope / V group from 16-bit input: two 16-byte FP8 stores
 // Elements of a nope / V group from input t: 32, or 16 from FP32 (one 16-byte store of codes, so that
-// a warp's stores are contiguous across its lanes; two stores a lane at a lane stride of twice their
-// width half-filled every sector they wrote: docs/performance.md).
+// a warp's stores are contiguous across its lanes: from FP32, whose loads are twice as wide, two
+// stores a lane at a lane stride of twice their width cost 12-14 points of copy; docs/performance.md).
 KVQ_HD constexpr int rope_quant_span(DType t) { return t == DType::fp32 ? kRopeQuantSpan / 2 : kRopeQuantSpan; }
 inline constexpr int kRopePairs = 8;       // rotation pairs of a rope group: 16 elements
 
