@@ -111,20 +111,24 @@ KVQ_HD inline void nibble_word_patterns(std::uint32_t w, int mag_shift, float* p
   }
 }
 
+// The FP32 value of a code's pattern in a NaN-free span.
+KVQ_HD inline float nibble_pattern_value(float pattern, const NibbleScaling& k) {
+  const float split = float_from_bits(static_cast<std::uint32_t>(kNibbleSplit + 127) << 23);
+  float y;
+  if (k.param == TensorParam::decode) {
+    y = (pattern * k.a) * k.g;
+  } else {
+    const float p = ((pattern * k.a) * split) * k.g;  // (v * sf) * g, v * sf exact
+    y = k.by_reciprocal ? divide_signed_by_reciprocal(p, k.divisor, k.rd) : p / k.divisor;
+  }
+  return k.unsigned_zero && y == 0.0f ? 0.0f : y;
+}
+
 // Eight codes of a word -> the FP32 values of a NaN-free span.
 KVQ_HD inline void nibble_word_values(std::uint32_t w, int mag_shift, const NibbleScaling& k, float* y) {
   nibble_word_patterns(w, mag_shift, y);
-  const float split = float_from_bits(static_cast<std::uint32_t>(kNibbleSplit + 127) << 23);
   KVQ_UNROLL
-  for (int i = 0; i < 8; ++i) {
-    if (k.param == TensorParam::decode) {
-      y[i] = (y[i] * k.a) * k.g;
-    } else {
-      const float p = ((y[i] * k.a) * split) * k.g;  // (v * sf) * g, v * sf exact
-      y[i] = k.by_reciprocal ? divide_signed_by_reciprocal(p, k.divisor, k.rd) : p / k.divisor;
-    }
-    if (k.unsigned_zero && y[i] == 0.0f) y[i] = 0.0f;
-  }
+  for (int i = 0; i < 8; ++i) y[i] = nibble_pattern_value(y[i], k);
 }
 
 // Two non-NaN FP32 values -> BF16 / FP16 (round to nearest even), lo in the low half: the device's
@@ -144,6 +148,61 @@ KVQ_HD inline std::uint32_t fp16x2_rne_finite(float lo, float hi) {
 #else
   return fp16_rne_fast(lo) | (std::uint32_t{fp16_rne_fast(hi)} << 16);
 #endif
+}
+
+// Decoding by magnitude. In a NaN-free span, code c's 16-bit output is that of the positive code
+// of c's magnitude with c's sign: each step of nibble_pattern_value is odd in the pattern (exact or
+// correctly rounded products and quotients; divide_signed_by_reciprocal divides magnitudes and
+// puts the sign back) and so are the round-to-nearest-even conversions, except that a recipe's +0
+// zeros (unsigned_zero) take no sign. A block's outputs are thus eight entries, the outputs of
+// magnitudes 0-7, which its codes select and sign: where each element's value costs a division by
+// the tensor parameter, the two threads that decode a block's two words compute four entries each
+// and trade them (kernels/quantize_device.cu, docs/dequantize-4bit.md).
+//
+// Four entries (magnitudes first to first + 3) as BF16 or FP16 outputs, in byte planes: byte i of
+// `low` is entry first + i's low byte, of `high` its high byte, and of `signs` 0x80 where the entry
+// takes its code's sign (every entry but an unsigned zero), else 0.
+struct NibbleEntries {
+  std::uint32_t low, high, signs;
+};
+KVQ_HD inline NibbleEntries nibble_entries(const NibbleScaling& k, int mag_shift, int first, bool fp16) {
+  float v[4];
+  KVQ_UNROLL
+  for (int i = 0; i < 4; ++i) {
+    const float pattern = float_from_bits(static_cast<std::uint32_t>(first + i) << mag_shift);  // positive code
+    v[i] = nibble_pattern_value(pattern, k);
+  }
+  const std::uint32_t p0 = fp16 ? fp16x2_rne_finite(v[0], v[1]) : bf16x2_rne_finite(v[0], v[1]);
+  const std::uint32_t p1 = fp16 ? fp16x2_rne_finite(v[2], v[3]) : bf16x2_rne_finite(v[2], v[3]);
+  std::uint32_t signs = 0x80808080u;
+  if (k.unsigned_zero) {
+    signs = 0;
+    KVQ_UNROLL
+    for (int i = 0; i < 4; ++i) signs |= v[i] != 0.0f ? 0x80u << (8 * i) : 0u;
+  }
+  return {byte_permute(p0, p1, 0x6420u), byte_permute(p0, p1, 0x7531u), signs};  // bytes 0, 2, 4, 6 | 1, 3, 5, 7
+}
+
+// Eight codes of a little-endian word -> the four pair words of their 16-bit outputs (element 2i
+// in the low half of word i), from the entries of magnitudes 0-3 (`a`) and 4-7 (`b`), or the
+// other way round where `swapped`. A code's magnitude, as byte_permute's selector, picks its
+// entry's bytes (bit 2: from b; flipped where swapped); byte_permute's sign mode copies element
+// 2j's sign (bit 3 of byte j, the top bit of byte j of w << 4) and element 2j + 1's (the top bit
+// of byte j of w) into whole bytes, which the sign planes mask and the high bytes take.
+KVQ_HD inline void nibble_word_from_entries(std::uint32_t w, const NibbleEntries& a, const NibbleEntries& b, bool swapped,
+                                            bool unsigned_zero, std::uint32_t* out) {
+  const std::uint32_t select = (w & 0x77777777u) ^ (swapped ? 0x44444444u : 0u), shifted = w << 4;
+  // Elements 0-3: [shifted.0, w.0, shifted.1, w.1], each byte's top bit in all eight; 4-7: bytes 2, 3.
+  constexpr std::uint32_t kSigns[2] = {0xD9C8u, 0xFBEAu};
+  KVQ_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const std::uint32_t s = select >> (16 * h);  // byte_permute reads the low 16 bits
+    const std::uint32_t signs = byte_permute(shifted, w, kSigns[h]) &
+                                (unsigned_zero ? byte_permute(a.signs, b.signs, s) : 0x80808080u);
+    const std::uint32_t low = byte_permute(a.low, b.low, s), high = byte_permute(a.high, b.high, s) ^ signs;
+    out[2 * h] = byte_permute(low, high, 0x5140u);      // [low.0, high.0, low.1, high.1]
+    out[2 * h + 1] = byte_permute(low, high, 0x7362u);  // [low.2, high.2, low.3, high.3]
+  }
 }
 
 // The prefill workspace (requantize_e4m3) of a NaN-free span: element i is e4m3(pattern_i * a * g),

@@ -39,6 +39,27 @@ KVQ_HD inline double double_from_bits(std::uint64_t b) {
 #endif
 }
 
+// PTX prmt.b32 in its default mode: byte k of the result is byte (s >> 4k) & 7 of the pair
+// (a: bytes 0-3, b: bytes 4-7), or, where (s >> 4k) & 8, that byte's top bit in all eight bits.
+// One instruction on the device (__byte_perm has no sign mode).
+KVQ_HD inline std::uint32_t byte_permute(std::uint32_t a, std::uint32_t b, std::uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  std::uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
+  return r;
+#else
+  const std::uint64_t pair = (std::uint64_t{b} << 32) | a;
+  std::uint32_t r = 0;
+  for (int k = 0; k < 4; ++k) {
+    const std::uint32_t select = (s >> (4 * k)) & 0xFu;
+    std::uint32_t byte = static_cast<std::uint32_t>(pair >> (8 * (select & 7u))) & 0xFFu;
+    if (select & 8u) byte = (byte & 0x80u) ? 0xFFu : 0u;
+    r |= byte << (8 * k);
+  }
+  return r;
+#endif
+}
+
 // FP32's largest finite value: |x| <= kFp32Max is finite and not NaN (NaN compares false).
 inline constexpr float kFp32Max = 3.4028235e38f;
 // The canonical NaN (quiet, sign clear) that GPU arithmetic writes and kvq's contract uses

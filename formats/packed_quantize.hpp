@@ -121,27 +121,6 @@ KVQ_HD inline std::uint32_t magic_bits(float q) {
   return bits_of(e2m1_magnitude_magic(fabsf(q)));
 }
 
-// PTX prmt.b32 in its default mode: byte k of the result is byte (s >> 4k) & 7 of the pair
-// (a: bytes 0-3, b: bytes 4-7), or, where (s >> 4k) & 8, that byte's top bit in all eight bits.
-// One instruction on the device (__byte_perm has no sign mode).
-KVQ_HD inline std::uint32_t byte_permute(std::uint32_t a, std::uint32_t b, std::uint32_t s) {
-#if defined(__CUDA_ARCH__)
-  std::uint32_t r;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(s));
-  return r;
-#else
-  const std::uint64_t pair = (std::uint64_t{b} << 32) | a;
-  std::uint32_t r = 0;
-  for (int k = 0; k < 4; ++k) {
-    const std::uint32_t select = (s >> (4 * k)) & 0xFu;
-    std::uint32_t byte = static_cast<std::uint32_t>(pair >> (8 * (select & 7u))) & 0xFFu;
-    if (select & 8u) byte = (byte & 0x80u) ? 0xFFu : 0u;
-    r |= byte << (8 * k);
-  }
-  return r;
-#endif
-}
-
 // The sign nibbles of eight elements x[k] (8 in nibble k where x is negative): eight instructions.
 // A sign is the top bit of byte 3; byte_permute copies it into a whole byte (S_k, 0 or 0xFF),
 // gathering the even elements' [S0, S2, S4, S6] and the odd ones' [S1, S3, S5, S7] (three each),

@@ -59,13 +59,6 @@ KVQ_HD inline void dequantize_nibble_word(const Recipe& r, const std::uint8_t* w
                                           DType output, void* y, std::int64_t element) {
   dequantize_nibbles<8>(r, io::load_word(word), scale, g, output, y, element);
 }
-// Four codes (two bytes at `half`): the kernels' FP32 output, 16 bytes a thread (a warp's stores
-// then fill whole sectors; eight FP32 values a thread are two stores at a 32-byte lane stride).
-KVQ_HD inline void dequantize_nibble_half(const Recipe& r, const std::uint8_t* half, std::uint8_t scale, float g,
-                                          DType output, void* y, std::int64_t element) {
-  dequantize_nibbles<4>(r, io::load_half_word(half), scale, g, output, y, element);
-}
-
 // 8-bit element codes, one a byte (dequantize_bytes, requantize_byte_span: spans of kByteSpan, one
 // vector of codes).
 inline constexpr int kByteSpan = io::kVectorBytes;

@@ -68,7 +68,8 @@ __device__ inline void dequantize_spans(const QuantizeShape& s, const std::uint8
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t block = k / spans_per_block;  // dense rows: block `block` of row 0
     if constexpr (kNibbleWords<C> && T == DType::fp32) {  // span k is half word k
-      dequantize_nibble_half(s.recipe, codes + 2 * k, scales[block], g, T, y, kDequantizeSpanFp32 * k);
+      dequantize_nibbles<kDequantizeSpanFp32>(s.recipe, io::load_half_word(codes + 2 * k), scales[block], g, T, y,
+                                              kDequantizeSpanFp32 * k);
       continue;
     } else if constexpr (kNibbleWords<C>) {  // span k is code word k
       dequantize_nibble_word(s.recipe, codes + 4 * k, scales[block], g, T, y, kDequantizeSpan * k);
@@ -88,6 +89,50 @@ __device__ inline void dequantize_spans(const QuantizeShape& s, const std::uint8
     dequantize_span<kSpanOf<C, T>>(s, codes, scales, g, T, y, 0, block, first, n);
   }
 }
+
+// Fixed blocks of 16 4-bit codes under a divisor tensor parameter (encode or amax: ~20
+// instructions an element for the per-element division), to BF16 or FP16: decoded by magnitude
+// (formats/fast_decode.hpp nibble_entries). A thread per word as dequantize_spans, the two words of
+// a block in lanes 2i and 2i + 1: each lane computes four of the block's eight entries (the even
+// lane magnitudes 0-3, the odd one 4-7) and the pair trades them. A warp steps as one (the trade
+// needs both lanes); spans are whole blocks, so a pair is inside the tensor or outside it whole.
+// Code and output alignment as the caller's usual case (4 and 16 bytes).
+template <int C, DType T>
+constexpr bool kDecodesByEntries = kNibbleWords<C> && T != DType::fp32 && kFixed[C].block == 16 &&
+                                   kFixed[C].scale == BlockScale::e4m3_two_level &&
+                                   kFixed[C].tensor_param != TensorParam::decode;
+template <int C, DType T>
+__device__ inline void decode_by_entries(const Recipe& r, std::uint32_t w, std::uint8_t scale, bool inside, float g,
+                                         void* y, std::int64_t k) {
+  const bool odd = threadIdx.x & 1u;
+  const NibbleScaling scaling = nibble_scaling(r, scale, g);
+  const NibbleEntries own = nibble_entries(scaling, nibble_format(r.element).mag_shift, odd ? 4 : 0, T == DType::fp16);
+  const NibbleEntries partner{__shfl_xor_sync(0xffffffffu, own.low, 1), __shfl_xor_sync(0xffffffffu, own.high, 1),
+                              scaling.unsigned_zero ? __shfl_xor_sync(0xffffffffu, own.signs, 1) : own.signs};
+  if (!inside) return;
+  if (!scaling.nan_free) {  // the general element code (the entries are unused)
+    dequantize_nibbles<8>(r, w, scale, g, T, y, kDequantizeSpan * k);
+    return;
+  }
+  std::uint32_t out[4];
+  nibble_word_from_entries(w, own, partner, odd, scaling.unsigned_zero, out);
+  __stcs(static_cast<uint4*>(y) + k, uint4{out[0], out[1], out[2], out[3]});
+}
+template <int C, DType T>
+__device__ inline void dequantize_by_entries(const QuantizeShape& s, const std::uint8_t* codes,
+                                             const std::uint8_t* scales, float g, void* y) {
+  static_assert(kDequantizeSpan == 8, "a block of 16 is two words, one a lane");
+  const std::int64_t total = s.rows * (s.cols / kDequantizeSpan);
+  const unsigned lane = threadIdx.x % 32u;
+  for (std::int64_t first = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + (threadIdx.x - lane); first < total;
+       first += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {  // the warp's first word
+    const std::int64_t k = first + lane;
+    const bool inside = k < total;
+    const std::uint32_t w = inside ? io::load_word<true, true>(codes + 4 * k) : 0u;
+    decode_by_entries<C, T>(s.recipe, w, inside ? scales[k / 2] : std::uint8_t{0}, inside, g, y, k);
+  }
+}
+
 template <int C, DType T>
 __global__ void dequantize_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
                                   void* y) {
@@ -95,6 +140,11 @@ __global__ void dequantize_kernel(QuantizeShape shape, const std::uint8_t* codes
   if constexpr (kNibbleWords<C>) {
     const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
     if (address(codes) % 4 == 0 && address(y) % 16 == 0) {  // the usual case: no per-span alignment tests
+      if constexpr (kDecodesByEntries<C, T>) {
+        dequantize_by_entries<C, T>(s, static_cast<const std::uint8_t*>(__builtin_assume_aligned(codes, 4)), scales, g,
+                                    __builtin_assume_aligned(y, 16));
+        return;
+      }
       dequantize_spans<C, T>(s, static_cast<const std::uint8_t*>(__builtin_assume_aligned(codes, 4)), scales, g,
                              __builtin_assume_aligned(y, 16));
       return;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "formats/fast_decode.hpp"
 #include "formats/float_bits.hpp"
 #include "formats/recipe_names.hpp"
 #include "kernels/quantize.hpp"
@@ -235,6 +236,51 @@ Outcome twin_equals_element_code(const RunContext& ctx, const Recipe& r, DType d
   return tally.outcome(ctx);
 }
 
+// Decoding by magnitude (formats/fast_decode.hpp nibble_entries, nibble_word_from_entries) against
+// the NaN-free values packed pairwise, for every word of every_code_and_scale under every scale
+// code and g whose span is NaN-free, to BF16 and FP16, with the entries in either order.
+Outcome entries_equal_values(const RunContext& ctx, const Recipe& r) {
+  const CodeTensor t = every_code_and_scale(r);
+  const int mag_shift = nibble_format(r.element).mag_shift;
+  Tally tally;
+  std::int64_t spans = 0;
+  for (const float g : tensor_scales(r)) {
+    for (int scale = 0; scale < 256; ++scale) {
+      const NibbleScaling k = nibble_scaling(r, static_cast<std::uint8_t>(scale), g);
+      if (!k.nan_free) continue;
+      ++spans;
+      for (const bool fp16 : {false, true}) {
+        const NibbleEntries low = nibble_entries(k, mag_shift, 0, fp16), high = nibble_entries(k, mag_shift, 4, fp16);
+        for (std::int64_t q = 0; q < kWordsPerRow; ++q) {
+          std::uint32_t w = 0;
+          std::memcpy(&w, &t.codes[(scale * kWordsPerRow + q) * 4], 4);
+          float values[8];
+          nibble_word_values(w, mag_shift, k, values);
+          for (const bool swapped : {false, true}) {
+            std::uint32_t got[4];
+            nibble_word_from_entries(w, swapped ? high : low, swapped ? low : high, swapped, k.unsigned_zero, got);
+            for (int i = 0; i < 4; ++i) {
+              const std::uint32_t want = fp16 ? fp16x2_rne_finite(values[2 * i], values[2 * i + 1])
+                                              : bf16x2_rne_finite(values[2 * i], values[2 * i + 1]);
+              if (got[i] == want) {
+                tally.pass();
+              } else {
+                std::ostringstream os;
+                os << (fp16 ? "fp16" : "bf16") << " g " << hex_code(kFP32, bits_of(g)) << " scale code 0x" << std::hex
+                   << scale << " word 0x" << w << " pair " << i << (swapped ? " (swapped)" : "") << ": by magnitude 0x"
+                   << got[i] << ", values 0x" << want;
+                tally.fail(os.str());
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (spans == 0) tally.fail("no NaN-free span: the generator lost its ordinary scales");
+  return tally.outcome(ctx);
+}
+
 // A kernel against its twin on tensor t, once per parameter (g or factor) named `parameter`: the
 // outputs (`bytes` per element, poisoned before each launch) byte for byte. twin(value, out) and
 // launch(value, codes, scales, out) return "" or an error.
@@ -363,6 +409,10 @@ void register_nibble_decode_properties() {
   add_property("formats", "fast-paths/e4m3x2-of-products-finite/round-to-odd-model-sample", Device::cpu,
                round_to_odd_model);
   for (const auto& [name, recipe] : nibble_recipes()) {
+    const Recipe by_magnitude = recipe;
+    if (name.find("-block") == std::string::npos)  // the rule does not read the block size
+      add_property("formats", "nibble-decode/" + name + "/by-magnitude-equals-values-every-code-scale-g", Device::cpu,
+                 [by_magnitude](const RunContext& ctx) { return entries_equal_values(ctx, by_magnitude); });
     for (const DType d : {DType::fp32, DType::bf16, DType::fp16}) {
       const Recipe r = recipe;
       const std::string base = "nibble-decode/" + name + "/" + kernels::name_of(d);
