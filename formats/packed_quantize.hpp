@@ -462,25 +462,46 @@ KVQ_HD inline bool sign_zeros(const float* x, const BlockPlan& p, ZeroSign z, st
   return (p.op == ElementOp::divide ? smallest / p.by : smallest * p.by) >= 0x1p-126f;
 }
 
-// The paired unsigned minimum of two words' 16-bit halves (PTX min.u16x2, sm_90).
-KVQ_HD inline std::uint32_t min_u16x2(std::uint32_t a, std::uint32_t b) {
+// The paired signed minimum of two words' 16-bit halves (PTX min.s16x2, sm_90; the host compares
+// each half with its sign bit flipped, which orders two's complement as unsigned).
+KVQ_HD inline std::uint32_t min_s16x2(std::uint32_t a, std::uint32_t b) {
 #if defined(__CUDA_ARCH__)
   std::uint32_t r;
-  asm("min.u16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  asm("min.s16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   return r;
 #else
-  const std::uint32_t lo = (a & 0xffffu) < (b & 0xffffu) ? a & 0xffffu : b & 0xffffu;
-  const std::uint32_t hi = (a >> 16) < (b >> 16) ? a >> 16 : b >> 16;
-  return lo | (hi << 16);
+  std::uint32_t r = 0;
+  for (int h = 0; h < 2; ++h) {
+    const std::uint32_t x = (a >> (16 * h)) & 0xffffu, y = (b >> (16 * h)) & 0xffffu;
+    r |= ((x ^ 0x8000u) < (y ^ 0x8000u) ? x : y) << (16 * h);
+  }
+  return r;
 #endif
 }
 
+// The smallest nonzero magnitude of a 16-bit input (BF16's subnormal 2^-133, FP16's 2^-24) and the
+// plans under which no such input has a zero value: its product by `by`, or quotient by it, at least
+// 2^-149, FP32's smallest subnormal (rounding is monotonic, so no nonzero |x| rounds below it;
+// docs/recipes.md, the variant_plan route).
+template <PairWords kPairs>
+inline constexpr float kSmallestPairMagnitude = kPairs == PairWords::bf16 ? 0x1p-133f : 0x1p-24f;
+template <PairWords kPairs>
+KVQ_HD inline bool keeps_nonzero_pairs(const BlockPlan& p) {
+  constexpr float kMultiplierMin = 0x1p-149f / kSmallestPairMagnitude<kPairs>;  // exact: powers of two
+  constexpr float kDivisorMax = 1.0f / kMultiplierMin;
+  return p.op == ElementOp::divide ? p.by <= kDivisorMax : p.by >= kMultiplierMin;
+}
+
 // sign_zeros for BF16 or FP16 values from their pair words (kPairs; element 2i in the low half of
-// pairs[i]), with the same signs and result: each half's magnitude bits m less one, where a zero
-// wraps to 0xFFFF, ((m | 0x8000) - 1) ^ 0x8000 in 32-bit arithmetic (no borrow crosses a half);
-// only a zero's has its top bit set, and bits 15 and 31 are what sign_nibbles_pairs reads, so those
-// nibbles mark the zeros; a paired minimum finds the smallest nonzero magnitude (the magnitude bits
-// of either type order as the values). Fewer instructions than the unpacked values'.
+// pairs[i]), with the same result, writing every sign nibble (the caller's are not read). Each
+// half's magnitude bits m less one, ((m | 0x8000) - 1) in 32-bit arithmetic (no borrow crosses a
+// half), has its top bit set exactly where m is nonzero; bits 15 and 31 are what sign_nibbles_pairs
+// reads, so x's sign bits ANDed with it are the signs with the zeros' cleared (ZeroSign::plus), and
+// ORed with its complement the signs with the zeros' set (minus). Where the plan keeps every nonzero
+// input nonzero (keeps_nonzero_pairs: the usual block) that is all; else the smallest nonzero
+// magnitude decides, from a paired signed minimum of the same words (a zero's 0x7FFF is above every
+// nonzero's, which are negative as 16-bit integers and order as the magnitudes: the magnitude bits
+// of either type order as the values).
 template <int kN, PairWords kPairs>
 KVQ_HD inline bool sign_zeros_of_pairs(const std::uint32_t* pairs, const BlockPlan& p, ZeroSign z,
                                        std::uint32_t* signs) {
@@ -490,20 +511,21 @@ KVQ_HD inline bool sign_zeros_of_pairs(const std::uint32_t* pairs, const BlockPl
     for (int w = 0; w < kN / 8; ++w) signs[w] = z == ZeroSign::minus ? 0x88888888u : 0u;
     return true;
   }
-  std::uint32_t less[kN / 2];
-  std::uint32_t least = 0xFFFFFFFFu;
+  std::uint32_t nonzero[kN / 2], signed_pairs[kN / 2];
   KVQ_UNROLL
   for (int i = 0; i < kN / 2; ++i) {
-    less[i] = (((pairs[i] & 0x7fff7fffu) | 0x80008000u) - 0x00010001u) ^ 0x80008000u;
-    least = min_u16x2(least, less[i]);
+    nonzero[i] = (pairs[i] | 0x80008000u) - 0x00010001u;
+    signed_pairs[i] = z == ZeroSign::minus ? pairs[i] | ~nonzero[i] : pairs[i] & nonzero[i];
   }
   KVQ_UNROLL
-  for (int w = 0; w < kN / 8; ++w) {
-    const std::uint32_t zeros = sign_nibbles_pairs(less + 4 * w);
-    signs[w] = z == ZeroSign::minus ? signs[w] | zeros : signs[w] & ~zeros;
-  }
-  const std::uint32_t lo = least & 0xffffu, hi = least >> 16, m = lo < hi ? lo : hi;
-  if (m == 0xffffu) return true;  // every element zero
+  for (int w = 0; w < kN / 8; ++w) signs[w] = sign_nibbles_pairs(signed_pairs + 4 * w);
+  if (keeps_nonzero_pairs<kPairs>(p)) return true;
+  std::uint32_t least = 0x7FFF7FFFu;
+  KVQ_UNROLL
+  for (int i = 0; i < kN / 2; ++i) least = min_s16x2(least, nonzero[i]);
+  const std::uint32_t lo = least & 0xffffu, hi = least >> 16;
+  const std::uint32_t m = ((lo ^ 0x8000u) < (hi ^ 0x8000u) ? lo : hi) ^ 0x8000u;  // the smaller as signed; m - 1 unsigned
+  if (m == 0xffffu) return true;  // every element zero (0x7FFF ^ 0x8000)
   const float smallest = kPairs == PairWords::bf16 ? float_from_bits((m + 1u) << 16)
                                                    : fp16_value(static_cast<std::uint16_t>(m + 1u));
   return (p.op == ElementOp::divide ? smallest / p.by : smallest * p.by) >= 0x1p-126f;

@@ -56,6 +56,16 @@ rc::Gen<PackedCase> gen_case(const Recipe& r, int n) {
            w[*rc::gen::inRange(0, n)] = std::ldexp(*rc::gen::element(1.0f, -1.5f), *rc::gen::inRange(90, 128));
            return w;
          })},
+        // One value from 2^14 to 2^21, the rest among BF16's smallest magnitudes and zeros of either
+        // sign: plans on both sides of the bound under which no nonzero 16-bit input has a zero value
+        // (keeps_nonzero_pairs: a multiplier of 2^-16, a divisor of 2^16), quotients and products
+        // that round to +-0 past it (a route that skipped the smallest-magnitude test there differs
+        // from quantize_block in about 7% of these blocks)
+        {1, rc::gen::exec([n] {
+           V w = *scaled_from(n, {0.0f, 1.0f, 1.5f, 1.75f}, *rc::gen::inRange(-134, -126));
+           w[*rc::gen::inRange(0, n)] = std::ldexp(*rc::gen::element(1.0f, -1.5f), *rc::gen::inRange(14, 22));
+           return w;
+         })},
     });
     if (*rc::gen::inRange(0, 8) == 0)  // NaN, inf or FP32 max somewhere
       x[*rc::gen::inRange(0, n)] = *rc::gen::element(NAN, -NAN, INFINITY, -INFINITY, kFp32Max, -0.0f);
