@@ -6,13 +6,19 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/device_grid.hpp"
 #include "kernels/status.hpp"
 
 namespace kvq::kernels::launch {
 
-// Blocks for `work` items at `threads` a block: enough for one item a thread, at most 32 blocks
-// per SM (the kernels are grid-stride loops).
-inline int grid_for(std::int64_t work, int threads) {
+// Blocks for `work` items at `threads` a block: enough for one item a thread, at most
+// `blocks_per_sm` blocks an SM (the kernels are grid-stride loops), or no cap (kOnePass). Each
+// launch passes the cap measured fastest for its kernel (docs/performance.md "Grids"): one item a
+// thread where a thread keeps nothing between items (its blocks start in address order, so the
+// loads and stores sweep the tensors as one front), several where a thread block fills a table
+// first or a thread's loop loads the next item while it works on this one.
+inline constexpr int kOnePass = 0;
+inline int grid_for(std::int64_t work, int threads, int blocks_per_sm = 32) {
   int device = 0;
   cudaGetDevice(&device);
   thread_local int sms_of[64] = {};  // each device's SM count, asked once (a few microseconds a launch)
@@ -22,7 +28,9 @@ inline int grid_for(std::int64_t work, int threads) {
     if (device >= 0 && device < 64) sms_of[device] = sms;
   }
   const std::int64_t wanted = (work + threads - 1) / threads;
-  const std::int64_t cap = static_cast<std::int64_t>(sms > 0 ? sms : 1) * 32;
+  if (const int forced = device::grid_cap_override(); forced > 0) blocks_per_sm = forced;  // the properties' -large cases
+  const std::int64_t cap = blocks_per_sm == kOnePass ? std::int64_t{0x7fffffff}  // a grid's most blocks
+                                                     : static_cast<std::int64_t>(sms > 0 ? sms : 1) * blocks_per_sm;
   return static_cast<int>(wanted < 1 ? 1 : (wanted < cap ? wanted : cap));
 }
 
@@ -30,8 +38,7 @@ inline int grid_for(std::int64_t work, int threads) {
 // at once (its occupancy times the SMs, asked once a device): one wave, each block taking the same
 // share of the items. Measured faster for the per-tensor Triton variants' quantize kernel only (each
 // of its threads plans the tensor's scale by the runtime recipe once, before its items); the other
-// kernels run as fast or faster on the 32 blocks an SM of grid_for (docs/performance.md "Resident
-// grids").
+// kernels run as fast or faster on grid_for's grids (docs/performance.md "Resident grids").
 template <auto Kernel, class... Args>
 cudaError_t launch_resident(int grid, int threads, cudaStream_t stream, const Args&... args) {
   int device = 0;

@@ -1,23 +1,17 @@
 // MLA and prefill-workspace kernels (kernels/mla_kernels.hpp, the same per-chunk code the CPU
 // twins run), grid-stride: a thread per 16-byte output chunk (requantize), a warp per slot
-// (dequantize) or token (quantize), a CTA per page side (workspace).
+// (dequantize) or token (quantize), a CTA per page side (workspace); each on the grid measured
+// fastest for it (launch::grid_for; docs/performance.md "Grids").
 #include <cuda_runtime.h>
 
 #include "kernels/async_copy.cuh"
+#include "kernels/device_launch.cuh"
 #include "kernels/mla_kernels.hpp"
 
 namespace kvq::kernels {
 namespace {
 
 constexpr int kThreads = 128;
-
-int grid_of(std::int64_t work) {
-  int device = 0, sms = 0;
-  cudaGetDevice(&device);
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  const std::int64_t wanted = (work + kThreads - 1) / kThreads, cap = static_cast<std::int64_t>(sms > 0 ? sms : 1) * 32;
-  return static_cast<int>(wanted < cap ? wanted : cap);
-}
 
 bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
@@ -286,7 +280,7 @@ Status mla_requantize_576_to_656(std::int64_t num_blocks, std::int64_t block_siz
   if (auto e = validate_requantize(num_blocks, block_size, k_scale); !e.ok()) return e;
   const std::int64_t slots = num_blocks * block_size;
   if (slots == 0) return {};
-  requantize_576_to_656_kernel<<<grid_of(slots * kRequantChunks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  requantize_576_to_656_kernel<<<launch::grid_for(slots * kRequantChunks, kThreads, 256), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       slots, block_size, src, k_scale, mode, dst);
   return launched();
 }
@@ -296,7 +290,7 @@ Status mla_quantize(const MlaCacheShape& c, const std::uint16_t* x, const std::i
   if (auto e = validate_quantize(c, num_tokens); !e.ok()) return e;
   if (num_tokens == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
-  const int grid = grid_of(num_tokens * 32);  // a warp a token
+  const int grid = launch::grid_for(num_tokens * 32, kThreads, 256);  // a warp a token
   const MlaCacheShape split = c.with_slot_split();
   const auto launch = [&]<MlaLayoutId L>() {
     if (aligned16(x) && aligned16(cache))
@@ -316,7 +310,7 @@ Status mla_dequantize(const MlaCacheShape& c, const std::uint8_t* cache, float k
   if (auto e = validate_dequantize(c, k_scale); !e.ok()) return e;
   if (c.slots() == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
-  const int grid = grid_of(c.slots() * 32);  // a warp a slot
+  const int grid = launch::grid_for(c.slots() * 32, kThreads, launch::kOnePass);  // a warp a slot
   const MlaCacheShape split = c.with_slot_split();
   const bool aligned = aligned16(cache) && aligned16(y);
   const auto launch = [&]<MlaLayoutId L>() {
@@ -349,7 +343,7 @@ Status nvfp4_paged_to_workspace(const WorkspaceBatch& w, const std::uint8_t* cac
   if (auto e = validate(w, factor_k, factor_v); !e.ok()) return e;
   if (!w.rounding.reference()) return std::string("rounding: the kernel rounds the exact product once (the CPU twin models the others)");
   if (w.items() == 0) return {};
-  workspace_kernel<<<grid_of(w.page_sides() * kThreads), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  workspace_kernel<<<launch::grid_for(w.page_sides() * kThreads, kThreads, 256), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
       w, cache, block_tables, cu_seq_lens, factor_k, factor_v, k_out, v_out);
   return launched();
 }

@@ -82,7 +82,9 @@ Status paged_store(const PagedStoreShape& s, const PagedScales& scales, const Pa
   }
   const std::int64_t items = paged_store_items(s);
   if (items == 0) return {};
-  const int grid = launch::grid_for(items, kThreads);
+  // FP8 one item a thread would be as fast; 256 blocks an SM keep the 32-bit strides
+  // (kernels/paged_store_kernel.cuh). The NVFP4 kernels' loops stage the next item: 32 (docs/performance.md "Grids").
+  const int grid = launch::grid_for(items, kThreads, s.layout.format == PagedFormat::fp8 ? 256 : 32);
   return status(s.layout.format == PagedFormat::fp8 ? launch_store<PagedFormat::fp8>(s, scales, a, grid, st)
                                                     : launch_store<PagedFormat::nvfp4>(s, scales, a, grid, st));
 }

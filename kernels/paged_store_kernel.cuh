@@ -105,7 +105,8 @@ enum class PagedLoop : std::uint8_t { plain, aligned, staged };
 
 // Items blockIdx.x * blockDim.x + threadIdx.x, then a grid's stride on (paged_store_item). The
 // item index in 32 bits for 32-bit indices: paged_store_narrow's items (below 2^31) and a grid's
-// stride (launch::grid_for: 32 blocks an SM, under 2^20 threads up to 256 SMs) stay below 2^32.
+// stride (launch::grid_for as paged_store launches it: at most 256 blocks of 128 an SM, under 2^23
+// threads up to 256 SMs) stay below 2^32.
 template <int C, PagedFormat F, typename Index, bool kAligned>
 __device__ __forceinline__ void paged_store_items_loop(const PagedStoreShape& s, const PagedScales& scales,
                                                        const PagedStoreArgs& args, const PagedDividers& d,
@@ -182,7 +183,7 @@ __device__ __forceinline__ void paged_store_staged_loop(const PagedStoreShape& s
   __shared__ staged::Stage stages[2];
   const auto row_items = static_cast<std::uint32_t>(s.layout.heads * (s.layout.head_dim / kPagedChunk));
   const auto tokens = static_cast<std::uint32_t>(s.tokens);
-  // The grid has fewer than 2^31 threads (launch::grid_for caps it at 32 blocks an SM): the first
+  // The grid has fewer than 2^31 threads (paged_store caps it at 256 blocks an SM): the first
   // item and the stride divide in 32 bits, by the chunks and then the heads (row_items = heads *
   // chunks).
   const auto row_of = [&](std::uint32_t item) {

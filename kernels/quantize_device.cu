@@ -260,7 +260,10 @@ Status quantize(const QuantizeShape& s, DType input, const void* x, float g, std
       } else if constexpr (kOccupiedOf<C>) {
         quantize_kernel_occupied<C, T><<<grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales);
       } else {
-        quantize_kernel<C, T><<<grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales);
+        // A table of g's code terms a thread block, or the next block's loads in flight: 128 blocks
+        // an SM; else one block a thread (docs/performance.md "Grids").
+        constexpr int kCap = kTableOf<C> || kPipelinedOf<C, T> ? 128 : launch::kOnePass;
+        quantize_kernel<C, T><<<grid_for(work, kThreads, kCap), kThreads, 0, st>>>(s, x, g, codes, scales);
       }
       return cudaGetLastError();
     }
@@ -270,11 +273,14 @@ Status quantize(const QuantizeShape& s, DType input, const void* x, float g, std
 Status dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales, float g,
                   DType output, void* y, void* stream) {
   if (auto e = validate(s); !e.ok()) return e;
-  const std::int64_t work = s.rows * (s.cols / kDequantizeSpan);  // spans (fixed shapes), or more than blocks
+  // Spans (fixed shapes: kDequantizeSpan elements, kDequantizeSpanFp32 to FP32), or more than blocks.
+  const std::int64_t work = s.rows * (s.cols / (output == DType::fp32 ? kDequantizeSpanFp32 : kDequantizeSpan));
   if (s.rows * s.cols == 0) return {};
-  const int grid = grid_for(work < 1 ? 1 : work, kThreads);
   return status(dispatch(s, output, [&]<int C, DType T>() {
     if constexpr (kDecodesOf<C>) {
+      // One span a thread; the decode by magnitude (more work a span) 256 blocks an SM
+      // (docs/performance.md "Grids").
+      const int grid = grid_for(work < 1 ? 1 : work, kThreads, kDecodesByEntries<C, T> ? 256 : launch::kOnePass);
       dequantize_kernel<C, T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, y);
       return cudaGetLastError();
     }
@@ -289,7 +295,7 @@ Status requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const 
   const std::int64_t work = s.rows * (s.cols / s.block()) * (s.packed() && s.block() % 16 == 0 ? s.block() / 16 : 1) *
                             (byte_span_codes(s.recipe.element) && s.block() % kByteSpan == 0 ? s.block() / kByteSpan : 1);
   if (work == 0) return {};
-  const int grid = grid_for(work, kThreads);
+  const int grid = grid_for(work, kThreads, 256);  // docs/performance.md "Grids"
   return status(dispatch(s, DType::fp32, [&]<int C, DType T>() {
     if constexpr (T == DType::fp32 && kDecodesOf<C>) {  // no data type: one instantiation per configuration
       requantize_kernel<C><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, factor, out);
