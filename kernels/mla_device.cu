@@ -290,7 +290,9 @@ Status mla_quantize(const MlaCacheShape& c, const std::uint16_t* x, const std::i
   if (auto e = validate_quantize(c, num_tokens); !e.ok()) return e;
   if (num_tokens == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
-  const int grid = launch::grid_for(num_tokens * 32, kThreads, 256);  // a warp a token
+  // A warp a token: 656 one token a warp, MODEL1 256 blocks an SM (docs/performance.md "Grids").
+  const int grid = launch::grid_for(num_tokens * 32, kThreads,
+                                    c.layout == MlaLayoutId::fp8_nope_block_scale_bf16_rope ? launch::kOnePass : 256);
   const MlaCacheShape split = c.with_slot_split();
   const auto launch = [&]<MlaLayoutId L>() {
     if (aligned16(x) && aligned16(cache))
