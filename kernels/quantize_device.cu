@@ -101,7 +101,7 @@ template <int C, DType T>
 constexpr bool kDecodesByEntries = kNibbleWords<C> && T != DType::fp32 && kFixed[C].block == 16 &&
                                    kFixed[C].scale == BlockScale::e4m3_two_level &&
                                    kFixed[C].tensor_param != TensorParam::decode;
-template <int C, DType T>
+template <DType T>
 __device__ inline void decode_by_entries(const Recipe& r, std::uint32_t w, std::uint8_t scale, bool inside, float g,
                                          void* y, std::int64_t k) {
   const bool odd = threadIdx.x & 1u;
@@ -129,7 +129,7 @@ __device__ inline void dequantize_by_entries(const QuantizeShape& s, const std::
     const std::int64_t k = first + lane;
     const bool inside = k < total;
     const std::uint32_t w = inside ? io::load_word<true, true>(codes + 4 * k) : 0u;
-    decode_by_entries<C, T>(s.recipe, w, inside ? scales[k / 2] : std::uint8_t{0}, inside, g, y, k);
+    decode_by_entries<T>(s.recipe, w, inside ? scales[k / 2] : std::uint8_t{0}, inside, g, y, k);
   }
 }
 
@@ -278,9 +278,13 @@ Status dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::
   if (s.rows * s.cols == 0) return {};
   return status(dispatch(s, output, [&]<int C, DType T>() {
     if constexpr (kDecodesOf<C>) {
-      // One span a thread; the decode by magnitude (more work a span) 256 blocks an SM
-      // (docs/performance.md "Grids").
-      const int grid = grid_for(work < 1 ? 1 : work, kThreads, kDecodesByEntries<C, T> ? 256 : launch::kOnePass);
+      // One span a thread; the decode by magnitude under the amax parameter (the four-over-six
+      // package's recipes: the most work a block) 256 blocks an SM (docs/performance.md "Grids").
+      constexpr int kCap = [] {
+        if constexpr (kDecodesByEntries<C, T>) return kFixed[C].tensor_param == TensorParam::amax ? 256 : launch::kOnePass;
+        return launch::kOnePass;
+      }();
+      const int grid = grid_for(work < 1 ? 1 : work, kThreads, kCap);
       dequantize_kernel<C, T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, y);
       return cudaGetLastError();
     }
