@@ -22,6 +22,9 @@
   } while (0)
 
 constexpr std::int64_t kElements = 64ll << 20;  // FP32 output of 256 MiB
+// The copy baseline moves as many bytes (half read, half written) as a row: codes, scales and output.
+constexpr std::int64_t kMoved = kElements / 2 + kElements / 16 + kElements * 4;
+constexpr std::int64_t kCopyVectors = kMoved / 2 / 16;
 
 __global__ void copy16(uint4* dst, const uint4* src, std::int64_t n) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -107,14 +110,14 @@ __global__ void span8_strided(const std::uint32_t* codes, const std::uint8_t* sc
   }
 }
 
-float time_ms(void (*launch)(void*), void* arg, int reps) {
+float time_ms(void (*launch)(), int reps) {
   cudaEvent_t a, b;
   CHECK(cudaEventCreate(&a));
   CHECK(cudaEventCreate(&b));
   std::vector<float> t;
   for (int i = 0; i < reps + 3; ++i) {
     CHECK(cudaEventRecord(a));
-    launch(arg);
+    launch();
     CHECK(cudaEventRecord(b));
     CHECK(cudaEventSynchronize(b));
     float ms = 0;
@@ -141,46 +144,43 @@ int main(int argc, char** argv) {
   Buffers b{};
   CHECK(cudaDeviceGetAttribute(&b.sms, cudaDevAttrMultiProcessorCount, 0));
   const std::int64_t code_bytes = kElements / 2, scale_bytes = kElements / 16, out_bytes = kElements * 4;
-  const double moved = static_cast<double>(code_bytes + scale_bytes + out_bytes);
-  const std::int64_t copy_vectors = static_cast<std::int64_t>(moved / 2) / 16;
+  const double moved = static_cast<double>(kMoved);
   CHECK(cudaMalloc(&b.codes, code_bytes));
   CHECK(cudaMalloc(&b.scales, scale_bytes));
   CHECK(cudaMalloc(&b.y, out_bytes));
-  CHECK(cudaMalloc(&b.copy_src, copy_vectors * 16));
-  CHECK(cudaMalloc(&b.copy_dst, copy_vectors * 16));
+  CHECK(cudaMalloc(&b.copy_src, kCopyVectors * 16));
+  CHECK(cudaMalloc(&b.copy_dst, kCopyVectors * 16));
   CHECK(cudaMemset(b.codes, 0x5a, code_bytes));
   CHECK(cudaMemset(b.scales, 0x3c, scale_bytes));
-  CHECK(cudaMemset(b.copy_src, 0x11, copy_vectors * 16));
+  CHECK(cudaMemset(b.copy_src, 0x11, kCopyVectors * 16));
   struct Row {
     const char* name;
-    void (*launch)(void*);
+    void (*launch)();
   };
   static Buffers* g;
   g = &b;
   const Row rows[] = {
-      {"copy (memcpy)", [](void*) { CHECK(cudaMemcpyAsync(g->copy_dst, g->copy_src, (std::size_t)(kElements * 4.5625 / 2) / 16 * 16, cudaMemcpyDeviceToDevice)); }},
-      {"copy (16-byte kernel)", [](void*) { copy16<<<g->sms * 8, 256>>>(g->copy_dst, g->copy_src, (std::int64_t)(kElements * 4.5625 / 2) / 16); }},
-      {"memset (writes only)", [](void*) { CHECK(cudaMemsetAsync(g->y, 0x3c, kElements * 4)); }},
-      {"span4 x2 waves", [](void*) { span4<<<g->sms * 32, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
-      {"span4 x1 wave", [](void*) { span4<<<g->sms * 16, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
-      {"span4 x8 waves", [](void*) { span4<<<g->sms * 128, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
-      {"span4 one pass", [](void*) { span4<<<(unsigned)(kElements / 4 / 256), 256>>>(g->codes, g->scales, g->y, kElements / 4); }},
-      {"span4 no scale", [](void*) { span4_noscale<<<g->sms * 32, 128>>>(g->codes, g->y, kElements / 4); }},
-      {"span4 plain stores", [](void*) { span4_plain<<<g->sms * 32, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
-      {"span4 load ahead", [](void*) { span4_ahead<<<g->sms * 16, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
-      {"warp block16", [](void*) { warp_block16<<<g->sms * 16, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
-      {"span8 strided", [](void*) { span8_strided<<<g->sms * 32, 128>>>(reinterpret_cast<const std::uint32_t*>(g->codes), g->scales, g->y, kElements / 8); }},
+      {"copy (memcpy)", [] { CHECK(cudaMemcpyAsync(g->copy_dst, g->copy_src, kCopyVectors * 16, cudaMemcpyDeviceToDevice)); }},
+      {"copy (16-byte kernel)", [] { copy16<<<g->sms * 8, 256>>>(g->copy_dst, g->copy_src, kCopyVectors); }},
+      {"memset (writes only)", [] { CHECK(cudaMemsetAsync(g->y, 0x3c, kElements * 4)); }},
+      {"span4 x2 waves", [] { span4<<<g->sms * 32, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
+      {"span4 x1 wave", [] { span4<<<g->sms * 16, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
+      {"span4 x8 waves", [] { span4<<<g->sms * 128, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
+      {"span4 one pass", [] { span4<<<(unsigned)(kElements / 4 / 256), 256>>>(g->codes, g->scales, g->y, kElements / 4); }},
+      {"span4 no scale", [] { span4_noscale<<<g->sms * 32, 128>>>(g->codes, g->y, kElements / 4); }},
+      {"span4 plain stores", [] { span4_plain<<<g->sms * 32, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
+      {"span4 load ahead", [] { span4_ahead<<<g->sms * 16, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
+      {"warp block16", [] { warp_block16<<<g->sms * 16, 128>>>(g->codes, g->scales, g->y, kElements / 4); }},
+      {"span8 strided", [] { span8_strided<<<g->sms * 32, 128>>>(reinterpret_cast<const std::uint32_t*>(g->codes), g->scales, g->y, kElements / 8); }},
   };
   constexpr int kRows = sizeof(rows) / sizeof(rows[0]);
   std::vector<std::vector<double>> gbps(kRows);
-  for (int i = 0; i < 200; ++i) rows[0].launch(nullptr);  // clocks settle
+  for (int i = 0; i < 200; ++i) rows[0].launch();  // clocks settle
   CHECK(cudaDeviceSynchronize());
   for (int r = 0; r < rounds; ++r)
     for (int i = 0; i < kRows; ++i) {
-      const float ms = time_ms(rows[i].launch, nullptr, 20);
-      const double bytes = i < 2 ? static_cast<double>((std::int64_t)(kElements * 4.5625 / 2) / 16 * 16) * 2
-                           : i == 2 ? static_cast<double>(kElements * 4)
-                                    : moved;
+      const float ms = time_ms(rows[i].launch, 20);
+      const double bytes = i < 2 ? static_cast<double>(kCopyVectors * 32) : i == 2 ? static_cast<double>(kElements * 4) : moved;
       gbps[i].push_back(bytes / (ms * 1e6));
     }
   auto median = [](std::vector<double> v) {
