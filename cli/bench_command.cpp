@@ -14,12 +14,14 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/untrusted.hpp"
 #include "formats/recipe_names.hpp"
 #include "kernels/benchmark.hpp"
+#include "kernels/device_grid.hpp"
 #include "kernels/rope_benchmark.hpp"
 
 namespace kvq::cli {
@@ -269,6 +271,7 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   bool peer_rounds_given = false;
   std::string python = "python3";
   std::string swizzle = "none";  // the NVFP4 paged rows' scale swizzle
+  std::int64_t blocks_per_sm = 0;  // 0: each launch's own grid (launch::grid_for); N: every launch at most N an SM
   std::string bad;  // the first bad numeric option's message
   const auto number = [&](const std::string& name, const std::string& text, std::int64_t min, std::int64_t max,
                           std::int64_t* v) {
@@ -290,6 +293,8 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
       mla = false;
     } else if (args[i] == "--rope-tokens" && value) {
       number("--rope-tokens", args[++i], 0, 1 << 24, &rope_tokens);
+    } else if (args[i] == "--blocks-per-sm" && value) {
+      number("--blocks-per-sm", args[++i], 1, 1 << 20, &blocks_per_sm);
     } else if (args[i] == "--csv" && value) {
       csv = args[++i];
     } else if (args[i] == "--swizzle" && value) {
@@ -304,7 +309,7 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
     } else {
       err << "kvq bench: unexpected argument '" << args[i] << "'\nusage: kvq bench [--recipes a,b] [--dtype bf16|fp16|fp32]"
           << " [--mib N] [--cols N] [--repeats N] [--rope-tokens N] [--swizzle none|v|kv] [--csv FILE] [--no-mla]"
-          << " [--peers [--python EXE]] [--peer-rounds N]\n";
+          << " [--blocks-per-sm N] [--peers [--python EXE]] [--peer-rounds N]\n";
       return 2;
     }
   }
@@ -351,6 +356,10 @@ int bench_command(const Args& args, std::ostream& out, std::ostream& err) {
   err << "kvq bench: warning: this binary's device code was compiled for a build check (KVQ_CUDA_CHECK_BUILD, NVVM -O1, ptxas -O0):"
          " its kernels run slower than kvq's, so these timings are not kvq's\n";
 #endif
+  // --blocks-per-sm: every launch of this thread that launch::grid_for sizes capped at N thread
+  // blocks an SM (the grids' tuning: docs/performance.md "Grids"; a large N gives one item a thread).
+  std::optional<kernels::device::GridCapOverride> grid_cap;
+  if (blocks_per_sm > 0) grid_cap.emplace(static_cast<int>(blocks_per_sm));
   std::string e =
       kernels::run_benchmarks(cases, t, rows, cols, static_cast<int>(repeats), &rows_out, &device, paged_swizzle).message();
   if (e.empty() && mla) e = kernels::run_mla_benchmarks(static_cast<int>(repeats), &rows_out).message();

@@ -54,7 +54,8 @@ template <FormatId E, int kBlock, int V = -1>
 cudaError_t launch_lanes(const QuantizeShape& s, DType input, const void* x, std::uint8_t* codes, std::uint8_t* scales,
                          cudaStream_t st) {
   constexpr int kThreads = 256;
-  const int grid = launch::grid_for(s.rows * (s.cols / kLaneSpan), kThreads, launch::kOnePass);  // docs/performance.md "Grids"
+  // One span a thread; 128 blocks an SM with fast memory (docs/performance.md "Grids")
+  const int grid = launch::grid_for(s.rows * (s.cols / kLaneSpan), kThreads, launch::GridCap(launch::kOnePass, 128));
   switch (input) {
     case DType::fp32: quantize_lanes_kernel<E, kBlock, DType::fp32, V><<<grid, kThreads, 0, st>>>(s, x, codes, scales); break;
     case DType::bf16:

@@ -280,7 +280,9 @@ Status mla_requantize_576_to_656(std::int64_t num_blocks, std::int64_t block_siz
   if (auto e = validate_requantize(num_blocks, block_size, k_scale); !e.ok()) return e;
   const std::int64_t slots = num_blocks * block_size;
   if (slots == 0) return {};
-  requantize_576_to_656_kernel<<<launch::grid_for(slots * kRequantChunks, kThreads, 256), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+  // 256 blocks an SM, 128 with fast memory (docs/performance.md "Grids")
+  requantize_576_to_656_kernel<<<launch::grid_for(slots * kRequantChunks, kThreads, launch::GridCap(256, 128)), kThreads, 0,
+                                 static_cast<cudaStream_t>(stream)>>>(
       slots, block_size, src, k_scale, mode, dst);
   return launched();
 }
@@ -312,7 +314,8 @@ Status mla_dequantize(const MlaCacheShape& c, const std::uint8_t* cache, float k
   if (auto e = validate_dequantize(c, k_scale); !e.ok()) return e;
   if (c.slots() == 0) return {};
   const auto st = static_cast<cudaStream_t>(stream);
-  const int grid = launch::grid_for(c.slots() * 32, kThreads, launch::kOnePass);  // a warp a slot
+  // A warp a slot; 256 blocks an SM with fast memory (docs/performance.md "Grids")
+  const int grid = launch::grid_for(c.slots() * 32, kThreads, launch::GridCap(launch::kOnePass, 256));
   const MlaCacheShape split = c.with_slot_split();
   const bool aligned = aligned16(cache) && aligned16(y);
   const auto launch = [&]<MlaLayoutId L>() {

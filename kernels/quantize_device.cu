@@ -200,8 +200,11 @@ __global__ void requantize_kernel(QuantizeShape shape, const std::uint8_t* codes
     requantize_one_block<kBlockOf<C>>(s, codes, scales, factor, out, 0, k);
 }
 
-// max |x| with NaN ignored (fmaxf): 16-byte loads where aligned, then a warp reduction and one
-// atomicMax per warp (non-negative floats order like their bit patterns, inf included).
+// max |x| with NaN ignored (fmaxf): 16-byte loads where aligned, kAmaxLoads of them in flight a
+// thread before it reduces any (docs/performance.md "Grids on an H200"), then a warp reduction and
+// one atomicMax per warp (non-negative floats order like their bit patterns, inf included). The
+// maximum does not depend on the order the values are taken in.
+constexpr int kAmaxLoads = 4;
 template <DType T>
 __global__ void amax_kernel(const void* x, std::int64_t count, unsigned int* result) {
   constexpr int kPerVector = T == DType::fp32 ? 4 : 8;
@@ -210,7 +213,16 @@ __global__ void amax_kernel(const void* x, std::int64_t count, unsigned int* res
   const bool vector = (reinterpret_cast<std::uintptr_t>(x) & 15) == 0;
   const std::int64_t vectors = vector ? count / kPerVector : 0;
   float m = 0.0f;
-  for (std::int64_t v = first; v < vectors; v += stride) {
+  std::int64_t v = first;
+  for (; v + (kAmaxLoads - 1) * stride < vectors; v += kAmaxLoads * stride) {
+    float values[kAmaxLoads][kPerVector];
+    KVQ_UNROLL
+    for (int k = 0; k < kAmaxLoads; ++k) io::load_values(T, x, (v + k * stride) * kPerVector, kPerVector, values[k]);
+    KVQ_UNROLL
+    for (int k = 0; k < kAmaxLoads; ++k)
+      for (const float a : values[k]) m = fmaxf(m, fabsf(a));
+  }
+  for (; v < vectors; v += stride) {
     float values[kPerVector];
     io::load_values(T, x, v * kPerVector, kPerVector, values);
     for (const float a : values) m = fmaxf(m, fabsf(a));
@@ -261,8 +273,10 @@ Status quantize(const QuantizeShape& s, DType input, const void* x, float g, std
         quantize_kernel_occupied<C, T><<<grid_for(work, kThreads), kThreads, 0, st>>>(s, x, g, codes, scales);
       } else {
         // A table of g's code terms a thread block, or the next block's loads in flight: 128 blocks
-        // an SM; else one block a thread (docs/performance.md "Grids").
-        constexpr int kCap = kTableOf<C> || kPipelinedOf<C, T> ? 128 : launch::kOnePass;
+        // an SM (64 with fast memory); else one block a thread (256 blocks an SM with fast memory)
+        // (docs/performance.md "Grids").
+        constexpr launch::GridCap kCap =
+            kTableOf<C> || kPipelinedOf<C, T> ? launch::GridCap(128, 64) : launch::GridCap(launch::kOnePass, 256);
         quantize_kernel<C, T><<<grid_for(work, kThreads, kCap), kThreads, 0, st>>>(s, x, g, codes, scales);
       }
       return cudaGetLastError();
@@ -279,10 +293,13 @@ Status dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::
   return status(dispatch(s, output, [&]<int C, DType T>() {
     if constexpr (kDecodesOf<C>) {
       // One span a thread; the decode by magnitude under the amax parameter (the four-over-six
-      // package's recipes: the most work a block) 256 blocks an SM (docs/performance.md "Grids").
-      constexpr int kCap = [] {
-        if constexpr (kDecodesByEntries<C, T>) return kFixed[C].tensor_param == TensorParam::amax ? 256 : launch::kOnePass;
-        return launch::kOnePass;
+      // package's recipes: the most work a block) 256 blocks an SM, and with fast memory every
+      // 4-bit decode (docs/performance.md "Grids").
+      constexpr launch::GridCap kCap = [] {
+        if constexpr (kDecodesByEntries<C, T>)
+          if (kFixed[C].tensor_param == TensorParam::amax) return launch::GridCap(256);
+        if constexpr (kNibbleWords<C>) return launch::GridCap(launch::kOnePass, 256);
+        return launch::GridCap(launch::kOnePass);
       }();
       const int grid = grid_for(work < 1 ? 1 : work, kThreads, kCap);
       dequantize_kernel<C, T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, y);
@@ -299,7 +316,8 @@ Status requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const 
   const std::int64_t work = s.rows * (s.cols / s.block()) * (s.packed() && s.block() % 16 == 0 ? s.block() / 16 : 1) *
                             (byte_span_codes(s.recipe.element) && s.block() % kByteSpan == 0 ? s.block() / kByteSpan : 1);
   if (work == 0) return {};
-  const int grid = grid_for(work, kThreads, 256);  // docs/performance.md "Grids"
+  // 256 blocks an SM; 4-bit codes 128 with fast memory (docs/performance.md "Grids")
+  const int grid = grid_for(work, kThreads, s.packed() ? launch::GridCap(256, 128) : launch::GridCap(256));
   return status(dispatch(s, DType::fp32, [&]<int C, DType T>() {
     if constexpr (T == DType::fp32 && kDecodesOf<C>) {  // no data type: one instantiation per configuration
       requantize_kernel<C><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, factor, out);
@@ -314,7 +332,7 @@ Status amax(DType input, const void* x, std::int64_t count, float* result, void*
   const auto st = static_cast<cudaStream_t>(stream);
   cudaError_t e = cudaMemsetAsync(result, 0, sizeof(float), st);
   if (e == cudaSuccess && count > 0) {
-    const int grid = grid_for(count / 8 + 1, 256);
+    const int grid = grid_for(count / 8 + 1, 256, launch::GridCap(32, 8));  // docs/performance.md "Grids"
     auto* r = reinterpret_cast<unsigned int*>(result);
     switch (input) {
       case DType::fp32: amax_kernel<DType::fp32><<<grid, 256, 0, st>>>(x, count, r); break;

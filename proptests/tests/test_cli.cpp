@@ -203,6 +203,10 @@ TEST_CASE("cli: kvq bench rejects bad arguments before touching a GPU, and names
   CHECK(no_rounds.status == 2);
   CHECK(no_rounds.err.find("--peer-rounds") != std::string::npos);
   CHECK(no_rounds.out.empty());
+  const Run no_blocks = bench({"--blocks-per-sm", "0"});  // a cap of at least one thread block an SM
+  CHECK(no_blocks.status == 2);
+  CHECK(no_blocks.err.find("--blocks-per-sm") != std::string::npos);
+  CHECK(bench({"--blocks-per-sm"}).err.find("[--blocks-per-sm N]") != std::string::npos);
 }
 
 // kvq bench's yardstick: each row gets the fastest copy of about its copy's bytes (within 5%) measured
