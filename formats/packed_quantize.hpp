@@ -217,10 +217,17 @@ KVQ_HD inline std::uint32_t pack_eight(const float* q, std::uint32_t signs) {
 // whose max |x| is m, scaled by y (or divided by 1/y): INT4, E2M1 half away or toward zero, or E2M1 half to even,
 // without its saturation where m * y < 6.9. Every |q| is at most the block max's product or
 // quotient (rounding is monotonic), within 2^-22 of m * y, so below 7 there: usually about 6.
+// The E8M0 rules that leave m * y anywhere in [4, 8) (floor) or up to 7 (even) take the saturating
+// code for every block: chosen block by block, nearly every warp of 32 blocks split between the two
+// loops and ran both (docs/performance.md "On an H200"); the others' blocks lie below 7 by their rule
+// (ceil, rceil, the two-level rules: about 6 at most) and take one loop a warp.
 KVQ_HD inline Magnitude block_magnitude(const Recipe& r, float m, float y) {
   if (r.element == FormatId::int4) return Magnitude::int4;
   if (r.element_rounding == Rounding::nearest_away) return Magnitude::e2m1_away;
   if (r.element_rounding == Rounding::nearest_toward_zero) return Magnitude::e2m1_toward_zero;
+  if (r.scale == BlockScale::e8m0_pow2 && (r.pow2 == Pow2Rule::floor || r.pow2 == Pow2Rule::even) &&
+      r.element_cast != ElementCast::e2m1_by_rounding)  // that rounding has no saturating loop: below 7 or none
+    return Magnitude::e2m1;
   return m * y < 6.9f ? Magnitude::e2m1_below_7 : Magnitude::e2m1;
 }
 
