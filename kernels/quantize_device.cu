@@ -134,8 +134,8 @@ __device__ inline void dequantize_by_entries(const QuantizeShape& s, const std::
 }
 
 template <int C, DType T>
-__global__ void dequantize_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
-                                  void* y) {
+__device__ __forceinline__ void dequantize_body(const QuantizeShape& shape, const std::uint8_t* codes,
+                                                const std::uint8_t* scales, float g, void* y) {
   const QuantizeShape s = specialise<C>(shape);
   if constexpr (kNibbleWords<C>) {
     const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
@@ -159,6 +159,20 @@ __global__ void dequantize_kernel(QuantizeShape shape, const std::uint8_t* codes
   }
   dequantize_spans<C, T>(s, codes, scales, g, y);
 }
+template <int C, DType T>
+__global__ void dequantize_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+                                  void* y) {
+  dequantize_body<C, T>(shape, codes, scales, g, y);
+}
+// The decode by magnitude (kDecodesByEntries) at most 32 registers (16 thread blocks an SM): it waits
+// on its loads, and 35 registers held 14 (docs/performance.md "On an H200").
+template <int C, DType T>
+__global__ void __launch_bounds__(kThreads, 16)
+    dequantize_by_entries_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales, float g,
+                                 void* y) {
+  static_assert(kDecodesByEntries<C, T>);
+  dequantize_body<C, T>(shape, codes, scales, g, y);
+}
 
 template <int C>
 __device__ inline void requantize_words(const QuantizeShape& s, const std::uint8_t* codes, const std::uint8_t* scales,
@@ -169,21 +183,27 @@ __device__ inline void requantize_words(const QuantizeShape& s, const std::uint8
        k += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     requantize_nibble_words<2>(s.recipe, codes + 8 * k, scales[k / pairs_per_block], factor, out + 16 * k);
 }
+// The 4-bit workspace: a thread per two words of eight codes (every fixed block holds 16k), at
+// most 32 registers (16 thread blocks an SM): it waits on its loads, and 40 registers held 12
+// (docs/performance.md "On an H200").
+template <int C>
+__global__ void __launch_bounds__(kThreads, 16)
+    requantize_nibbles_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales, float factor,
+                              std::uint8_t* out) {
+  static_assert(kNibbleWords<C> && kFixed[C].block % 16 == 0);
+  const QuantizeShape s = specialise<C>(shape);
+  const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
+  if (address(codes) % 8 == 0 && address(out) % 16 == 0) {  // the usual case: no per-pair alignment tests
+    requantize_words<C>(s, static_cast<const std::uint8_t*>(__builtin_assume_aligned(codes, 8)), scales, factor,
+                        static_cast<std::uint8_t*>(__builtin_assume_aligned(out, 16)));
+  } else {
+    requantize_words<C>(s, codes, scales, factor, out);
+  }
+}
 template <int C>
 __global__ void requantize_kernel(QuantizeShape shape, const std::uint8_t* codes, const std::uint8_t* scales,
                                   float factor, std::uint8_t* out) {
   const QuantizeShape s = specialise<C>(shape);
-  if constexpr (kNibbleWords<C>) {  // a thread per two words of eight codes (every fixed block holds 16k)
-    static_assert(kFixed[C].block % 16 == 0);
-    const auto address = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p); };
-    if (address(codes) % 8 == 0 && address(out) % 16 == 0) {  // the usual case: no per-pair alignment tests
-      requantize_words<C>(s, static_cast<const std::uint8_t*>(__builtin_assume_aligned(codes, 8)), scales, factor,
-                          static_cast<std::uint8_t*>(__builtin_assume_aligned(out, 16)));
-    } else {
-      requantize_words<C>(s, codes, scales, factor, out);
-    }
-    return;
-  }
   if constexpr (C != kGeneric && byte_span_codes(kFixed[C].element)) {  // a thread per span of sixteen codes
     static_assert(kFixed[C].block % kByteSpan == 0);
     const std::int64_t total = s.rows * (s.cols / kByteSpan);
@@ -302,7 +322,12 @@ Status dequantize(const QuantizeShape& s, const std::uint8_t* codes, const std::
         return launch::GridCap(launch::kOnePass);
       }();
       const int grid = grid_for(work < 1 ? 1 : work, kThreads, kCap);
-      dequantize_kernel<C, T><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, g, y);
+      const auto st = static_cast<cudaStream_t>(stream);
+      if constexpr (kDecodesByEntries<C, T>) {
+        dequantize_by_entries_kernel<C, T><<<grid, kThreads, 0, st>>>(s, codes, scales, g, y);
+      } else {
+        dequantize_kernel<C, T><<<grid, kThreads, 0, st>>>(s, codes, scales, g, y);
+      }
       return cudaGetLastError();
     }
     return cudaErrorInvalidValue;
@@ -320,7 +345,12 @@ Status requantize_e4m3(const QuantizeShape& s, const std::uint8_t* codes, const 
   const int grid = grid_for(work, kThreads, s.packed() ? launch::GridCap(256, 128) : launch::GridCap(256));
   return status(dispatch(s, DType::fp32, [&]<int C, DType T>() {
     if constexpr (T == DType::fp32 && kDecodesOf<C>) {  // no data type: one instantiation per configuration
-      requantize_kernel<C><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, factor, out);
+      if constexpr (kNibbleWords<C>) {
+        requantize_nibbles_kernel<C><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, factor,
+                                                                                            out);
+      } else {
+        requantize_kernel<C><<<grid, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(s, codes, scales, factor, out);
+      }
       return cudaGetLastError();
     }
     return cudaErrorInvalidValue;
