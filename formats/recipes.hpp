@@ -484,6 +484,7 @@ struct BlockPlan {
   std::uint8_t scale_code = 0;  // E4M3 or E8M0 code; 0 for tensor_only
   ElementOp op = ElementOp::multiply;
   float by = 0.0f;
+  float reciprocal = 0.0f;  // tensor_only plans that divide: RN(1 / by), for divide_for_e4m3_code; else 0
 };
 
 namespace recipe_detail {
@@ -833,7 +834,7 @@ KVQ_HD inline BlockPlan plan_block(const Recipe& r, float g, float bmax, bool an
     }
     case BlockScale::tensor_only:  // engine variants too: x / g by the recipe's division, x * (1 / g) by its reciprocal
       if (g == 0.0f && r.zero_guard != ZeroGuard::none) return {0, ElementOp::multiply, 0.0f};
-      return r.apply == Apply::divide ? BlockPlan{0, ElementOp::divide, g}
+      return r.apply == Apply::divide ? BlockPlan{0, ElementOp::divide, g, 1.0f / g}
                                       : BlockPlan{0, ElementOp::multiply, recipe_detail::divide(r, 1.0f, g)};
   }
   return {};

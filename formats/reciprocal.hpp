@@ -87,6 +87,18 @@ KVQ_HD inline float divide_signed_by_reciprocal(float x, float d, float y) {
   return float_from_bits(bits_of(q) | ((bits_of(x) ^ bits_of(d)) & 0x80000000u));
 }
 
+// x / g for its E4M3 code, given y = RN(1/g) with g in [2^-64, 2^64] (the per-tensor recipes' IEEE
+// division; kernels/block_quantize.hpp tensor_code_words): divide_by_reciprocal with x's sign
+// (g > 0, so IEEE's quotient has it too; divide_by_reciprocal makes -0 / g +0). It is the IEEE
+// quotient wherever that is a normal FP32 and |x| >= 2^-100 (the FMA residuals then exact). Below,
+// |x / g| < 2^-36 and both quotients round to an E4M3 zero with x's sign (the code's smallest step is
+// 2^-9). For |x| < g * kE4m3QuotientLimit (x finite, x / g below 2^126: nothing overflows); the
+// caller divides (IEEE) other x. Held equal in codes (satfinite and non-saturating) to the IEEE
+// quotient's over all 2^32 x for 16 values of g (fast-paths/e4m3-tensor-quotient-set-a/b).
+KVQ_HD inline float divide_for_e4m3_code(float x, float g, float y) { return copysignf(divide_by_reciprocal(x, g, y), x); }
+KVQ_HD inline bool divides_for_e4m3_codes(float g) { return g >= kDivideByReciprocalMin && g <= kDivideByReciprocalMax; }
+inline constexpr float kE4m3QuotientLimit = 0x1p126f;
+
 KVQ_HD inline float reciprocal(Reciprocal kind, float x) {
   return kind == Reciprocal::approx_ftz ? rcp_approx_ftz(x) : 1.0f / x;
 }

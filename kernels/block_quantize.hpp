@@ -107,12 +107,32 @@ KVQ_HD inline void encode_byte_words(const Recipe& r, const float* q, std::uint3
 // each policy is the faster for its op (docs/performance.md).
 KVQ_HD constexpr int kTensorSpanOf(DType input) { return input == DType::fp32 ? 4 : 8; }
 // tensor_code_words: the codes of kN values under g's plan p, four a word (also the FP8 paged
-// store's chunk, kernels/paged_store.hpp).
+// store's chunk, kernels/paged_store.hpp). E4M3 codes of IEEE quotients x / g take
+// divide_for_e4m3_code (formats/reciprocal.hpp: a multiply and four FMAs from the plan's RN(1/g),
+// where a division is a reciprocal, five FMAs and a range test with its branch an element) where
+// every |x| < g * 2^126 (x finite, x / g below 2^126: the test is one comparison an element, made
+// before the quotients so the values are not held twice); other spans divide.
+template <int kN>
+KVQ_HD inline bool quotients_by_reciprocal(const Recipe& r, const BlockPlan& p, const float* x) {
+  if (!(p.op == ElementOp::divide && r.element == FormatId::e4m3fn && r.scale == BlockScale::tensor_only &&
+        r.division != Division::full_approx && divides_for_e4m3_codes(p.by)))  // divide()'s IEEE `/`
+    return false;
+  const float limit = p.by * kE4m3QuotientLimit;
+  bool below = true;
+  KVQ_UNROLL
+  for (int i = 0; i < kN; ++i) below &= fabsf(x[i]) < limit;
+  return below;
+}
 template <int kN>
 KVQ_HD inline void tensor_code_words(const Recipe& r, const BlockPlan& p, const float* x, std::uint32_t* words) {
   float q[kN];
-  KVQ_UNROLL
-  for (int i = 0; i < kN; ++i) q[i] = p.op == ElementOp::divide ? recipe_detail::divide(r, x[i], p.by) : x[i] * p.by;
+  if (quotients_by_reciprocal<kN>(r, p, x)) {
+    KVQ_UNROLL
+    for (int i = 0; i < kN; ++i) q[i] = divide_for_e4m3_code(x[i], p.by, p.reciprocal);
+  } else {
+    KVQ_UNROLL
+    for (int i = 0; i < kN; ++i) q[i] = p.op == ElementOp::divide ? recipe_detail::divide(r, x[i], p.by) : x[i] * p.by;
+  }
   encode_byte_words<kN>(r, q, words);
 }
 template <int kSpan, bool kStreamed = true, class Codes = std::uint8_t*>

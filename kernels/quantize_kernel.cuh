@@ -45,7 +45,7 @@ struct Config {
   // (dequantize_tensor_param, the unsigned zero).
   TensorParam tensor_param = TensorParam::decode;
   bool unsigned_zero = false;
-  Recipe recipe{};  // variant_recipe: the whole recipe (its block the configuration's)
+  Recipe recipe{};  // variant_recipe: the whole recipe (its block the configuration's); variant_quantize: its division
 };
 // The fixed configurations, one list: a named recipe (formats/recipe_names.hpp), its block where
 // the kernel's differs, whether the kernel pins the recipe's apply, zero guard and clamp, its use,
@@ -57,8 +57,10 @@ struct Config {
 // arithmetic is the reference's, engine variants included; a decode-only entry has no quantize
 // kernel and dequantizes its recipe's decode arithmetic. The workspace (requantize_e4m3) reads the
 // shape alone. A variant_recipe entry quantizes its engine variant alone (every field matched), a
-// variant_quantize entry every engine variant of its shape (element, scale kind, block) that no
-// variant_recipe entry before it takes. Kernels take an index into kFixed (nvcc's launch stubs need integral
+// variant_quantize entry every engine variant of its shape (element, scale kind, block) and division
+// that no variant_recipe entry before it takes (the division a constant: the per-tensor Triton
+// casts' `/` is div.full, and a runtime one kept tensor_code_words' IEEE path in their kernel, 1.5-2%
+// slower on an H200). Kernels take an index into kFixed (nvcc's launch stubs need integral
 // template arguments), kGeneric for the runtime-shaped instantiation.
 struct FixedKernel {
   std::string_view recipe;
@@ -99,7 +101,7 @@ constexpr Config config_of(const FixedKernel& k) {
            k.pinned,  r.apply, r.zero_guard,                     r.clamp_block_scale};
   c.use = k.use;
   c.pipelined = k.pipelined;
-  if (k.use == FixedUse::variant_recipe) {
+  if (k.use == FixedUse::variant_recipe || k.use == FixedUse::variant_quantize) {  // variant_quantize: its division
     c.recipe = r;
     c.recipe.block = c.block;
   }
@@ -135,9 +137,10 @@ __device__ inline QuantizeShape specialise(QuantizeShape s) {
   if constexpr (C != kGeneric && kFixed[C].use == FixedUse::variant_recipe) {  // every field
     constexpr Recipe kRecipe = kFixed[C].recipe;
     s.recipe = kRecipe;
-  } else if constexpr (C != kGeneric && kFixed[C].use == FixedUse::variant_quantize) {  // the shape alone
+  } else if constexpr (C != kGeneric && kFixed[C].use == FixedUse::variant_quantize) {  // the shape and division
     s.recipe.element = kFixed[C].element;
     s.recipe.scale = kFixed[C].scale;
+    s.recipe.division = kFixed[C].recipe.division;
     if (kFixed[C].scale != BlockScale::tensor_only) s.recipe.block = kFixed[C].block;
   } else if constexpr (C != kGeneric) {
     s.recipe.element = kFixed[C].element;
@@ -306,7 +309,7 @@ constexpr bool computes(const Config& c, const Recipe& r, int block, Use use) {
         quantized.dequantize_unsigned_zero = c.recipe.dequantize_unsigned_zero;
         return quantized == c.recipe;
       }
-      if (c.use == FixedUse::variant_quantize) return is_engine_variant(r);
+      if (c.use == FixedUse::variant_quantize) return is_engine_variant(r) && r.division == c.recipe.division;
       return c.use == FixedUse::reference && c.rounding == r.element_rounding && !is_engine_variant(r) &&
              (c.scale != BlockScale::e4m3_two_level || c.two_level == r.two_level) &&
              (!c.pinned || (c.apply == r.apply && c.guard == r.zero_guard && c.clamp == r.clamp_block_scale));

@@ -17,9 +17,10 @@ enum class FastPath : int {
   e4m3_from_fp64, e4m3_from_fp64_sticky, e2m1_magic, int4_magic, e2m1_divide_a, e2m1_divide_b, bf16x2_rne_finite,
   fp16x2_rne_finite, e4m3x2_of_products, e4m3x4_satfinite, e2m1_magic_away,
   e2m1_magic_below_7, e2m1_magic_to_4_5, scale_quotient_a, scale_quotient_b, code_terms, e2m1_round_below_7,
-  bf16x2_max_magnitude, pair_sign_nibbles, fp16x2_max_magnitude, e4m3_nonsaturating, e2m1_magic_toward_zero
+  bf16x2_max_magnitude, pair_sign_nibbles, fp16x2_max_magnitude, e4m3_nonsaturating, e2m1_magic_toward_zero,
+  e4m3_tensor_quotient_a, e4m3_tensor_quotient_b
 };
-inline constexpr int kFastPathCount = 33;
+inline constexpr int kFastPathCount = 35;
 inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "e2m1-rne-satfinite", "e2m1-rna-satfinite", "e4m3-rne-satfinite", "bf16-rne",       "fp16-rne", "e2m1-value",
     "e4m3-value",         "int4-rne-satfinite", "int8-rne-satfinite", "int4-value", "int8-value",
@@ -28,7 +29,8 @@ inline constexpr const char* kFastPathNames[kFastPathCount] = {
     "fp16x2-rne-finite", "e4m3x2-of-products-finite", "e4m3x4-rne-satfinite", "e2m1-magnitude-magic-away",
     "e2m1-magnitude-magic-below-7", "e2m1-magnitude-magic-to-4.5", "scale-quotient-by-reciprocal-set-a",
     "scale-quotient-by-reciprocal-set-b", "code-terms", "e2m1-round-below-7", "bf16x2-max-magnitude",
-    "pair-sign-nibbles", "fp16x2-max-magnitude", "e4m3-rne-nonsaturating", "e2m1-magnitude-magic-toward-zero"};
+    "pair-sign-nibbles", "fp16x2-max-magnitude", "e4m3-rne-nonsaturating", "e2m1-magnitude-magic-toward-zero",
+    "e4m3-tensor-quotient-set-a", "e4m3-tensor-quotient-set-b"};
 
 // Denominators of the divide cases (formats/packed_quantize.hpp: divide_by_reciprocal is used for
 // d in [2^-64, 2^64]): both ends, powers of two, E4M3 x FP32 products, odd mantissas, near-ones.
@@ -59,6 +61,27 @@ KVQ_HD inline std::uint32_t divide_codes(std::uint32_t bits, int set, bool fast)
     word |= code << (4 * j);
   }
   return word;
+}
+
+// The per-tensor E4M3 quotients (kernels/block_quantize.hpp tensor_code_words): the E4M3 codes of
+// x / d for d in one half of divide_denominator's set, satfinite in the low byte and non-saturating
+// (PyTorch's cast) in the high, each pair folded as h = rotl(h, 5) ^ pair; the fast side's quotient
+// is divide_for_e4m3_code's from RN(1/d) where |x| < d * kE4m3QuotientLimit (else the IEEE quotient,
+// as the kernels divide there), the reference's the IEEE quotient.
+KVQ_HD inline std::uint32_t tensor_quotient_codes(std::uint32_t bits, int set, bool fast) {
+  const float x = float_from_bits(bits);
+  const Conversion satfinite =
+      convention_conversion(ConventionId::cuda_satfinite, FormatId::e4m3fn, Rounding::nearest_even);
+  const Conversion nonsaturating = convention_conversion(ConventionId::torch, FormatId::e4m3fn, Rounding::nearest_even);
+  std::uint32_t fold = 0;
+  for (int j = 0; j < 8; ++j) {
+    const float d = divide_denominator(8 * set + j);
+    const float q = fast && fabsf(x) < d * kE4m3QuotientLimit ? divide_for_e4m3_code(x, d, 1.0f / d) : x / d;
+    const auto pair = static_cast<std::uint32_t>(encode(kE4M3FN, satfinite, unpack(kFP32, bits_of(q))) |
+                                                 encode(kE4M3FN, nonsaturating, unpack(kFP32, bits_of(q))) << 8);
+    fold = ((fold << 5) | (fold >> 27)) ^ pair;
+  }
+  return fold;
 }
 
 // The lean scale quotients (formats/packed_quantize.hpp: two_level_plan_lean): x / d from RN(1/d)
@@ -231,6 +254,8 @@ KVQ_HD inline std::uint32_t fast_path_result(FastPath p, std::uint32_t bits) {
     }
     case FastPath::e2m1_magic_toward_zero:
       return bits_of(e2m1_magnitude_magic_toward_zero(fabsf(x))) - bits_of(kMagnitudeMagic);
+    case FastPath::e4m3_tensor_quotient_a: return tensor_quotient_codes(bits, 0, true);
+    case FastPath::e4m3_tensor_quotient_b: return tensor_quotient_codes(bits, 1, true);
   }
   return 0;
 }
@@ -300,6 +325,8 @@ KVQ_HD inline std::uint32_t fast_path_reference(FastPath p, std::uint32_t bits) 
     }
     case FastPath::e2m1_magic_toward_zero:  // the magnitude code rounded half toward zero, NaN -> 7
       return static_cast<std::uint32_t>(encode(kE2M1, e2m1_toward_zero, unpack(kFP32, bits))) & 7u;
+    case FastPath::e4m3_tensor_quotient_a: return tensor_quotient_codes(bits, 0, false);  // IEEE division
+    case FastPath::e4m3_tensor_quotient_b: return tensor_quotient_codes(bits, 1, false);
   }
   return 0;
 }

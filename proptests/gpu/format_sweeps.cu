@@ -105,8 +105,10 @@ cudaError_t launch_fast_path(int which, Counters* counters, int blocks) {
     KVQ_FAST_CASE(fp16x2_max_magnitude)
     KVQ_FAST_CASE(e4m3_nonsaturating)
     KVQ_FAST_CASE(e2m1_magic_toward_zero)
+    KVQ_FAST_CASE(e4m3_tensor_quotient_a)
+    KVQ_FAST_CASE(e4m3_tensor_quotient_b)
 #undef KVQ_FAST_CASE
-    static_assert(props::kFastPathCount == 33, "one KVQ_FAST_CASE line per fast path");
+    static_assert(props::kFastPathCount == 35, "one KVQ_FAST_CASE line per fast path");
   }
   return cudaErrorInvalidValue;
 }
