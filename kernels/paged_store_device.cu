@@ -82,9 +82,15 @@ Status paged_store(const PagedStoreShape& s, const PagedScales& scales, const Pa
   }
   const std::int64_t items = paged_store_items(s);
   if (items == 0) return {};
-  // FP8 one item a thread would be as fast; 256 blocks an SM keep the 32-bit strides
-  // (kernels/paged_store_kernel.cuh). The NVFP4 kernels' loops stage the next item: 32 (docs/performance.md "Grids").
-  const int grid = launch::grid_for(items, kThreads, s.layout.format == PagedFormat::fp8 ? 256 : 32);
+  // FP8 one item a thread would be as fast on an H100; 256 blocks an SM keep the 32-bit strides
+  // (kernels/paged_store_kernel.cuh). With fast memory the FP8 chunks that divide (IEEE x / g:
+  // divide_for_e4m3_code) and FP32 input run fastest on 128. The NVFP4 kernels' loops stage the
+  // next item: 32 (docs/performance.md "Grids", "Grids on an H200").
+  const bool divides = s.recipe.apply == Apply::divide && s.recipe.division != Division::full_approx;
+  const launch::GridCap cap = s.layout.format == PagedFormat::nvfp4      ? launch::GridCap(32)
+                              : divides || s.input == DType::fp32 ? launch::GridCap(256, 128)
+                                                                  : launch::GridCap(256);
+  const int grid = launch::grid_for(items, kThreads, cap);
   return status(s.layout.format == PagedFormat::fp8 ? launch_store<PagedFormat::fp8>(s, scales, a, grid, st)
                                                     : launch_store<PagedFormat::nvfp4>(s, scales, a, grid, st));
 }
