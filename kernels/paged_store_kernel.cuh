@@ -62,7 +62,7 @@ constexpr PagedFormat kFixedFormat = fixed_recipe<C>().element == FormatId::e2m1
 // Whether fixed configuration C computes what the runtime recipe r computes in paged_store_item
 // (the fields that code reads: for FP8, tensor_only reads apply, the rounding, the BF16 input flag).
 template <int C>
-inline bool matches(const Recipe& r) {
+constexpr bool matches(const Recipe& r) {
   constexpr Recipe c = fixed_recipe<C>();
   static_assert(c.element_rounding == Rounding::nearest_even && c.reciprocal == Reciprocal::approx_ftz &&
                     (c.element == FormatId::e2m1 ? c.scale == BlockScale::e4m3_two_level
@@ -81,6 +81,20 @@ inline bool matches(const Recipe& r) {
   return c.two_level == r.two_level && c.zero_guard == r.zero_guard && c.clamp_block_scale == r.clamp_block_scale &&
          r.reciprocal == Reciprocal::approx_ftz;
 }
+// Every listed recipe reaches a fixed kernel: some configuration matches it (a configuration its
+// recipe does not match would leave it on the generic kernel, the same bytes at a fraction of the
+// speed, which no property sees).
+template <std::size_t... J>
+constexpr bool some_configuration_matches(const Recipe& r, std::index_sequence<J...>) {
+  return (matches<static_cast<int>(J)>(r) || ...);
+}
+template <std::size_t... I>
+constexpr bool listed_recipes_reach_fixed_kernels(std::index_sequence<I...> configurations) {
+  return (some_configuration_matches(recipe_from_name(kFixedNames[I])->recipe, configurations) && ...);
+}
+static_assert(listed_recipes_reach_fixed_kernels(std::make_index_sequence<kFixedCount>{}),
+              "a KVQ_PAGED_*_RECIPES recipe that no fixed paged configuration matches");
+
 // In constant memory, read through a reference nvcc folds: every recipe branch is decided at
 // compile time (condition (1) above).
 template <int C>

@@ -318,20 +318,25 @@ constexpr bool computes(const Config& c, const Recipe& r, int block, Use use) {
   return false;
 }
 
-// Every configuration that quantizes is the one dispatch picks for its own recipe, or an earlier
-// one's: a configuration its recipe does not match leaves that recipe on the generic kernel (the
-// same bytes at a fraction of the speed, which no property sees).
+// Every recipe of kFixedKernels is quantized (but the decode-only entries'), dequantized and
+// requantized to the E4M3 workspace by some fixed configuration: a configuration its recipe does not match leaves that recipe on the
+// generic kernel (the same bytes at a fraction of the speed, which no property sees).
 constexpr bool fixed_recipes_reach_fixed_kernels() {
   for (const FixedKernel& k : kFixedKernels) {
-    if (k.use == FixedUse::decode_only) continue;
     const Recipe r = recipe_from_name(k.recipe).value().recipe;
-    bool reached = false;
-    for (const Config& c : kFixed.configs) reached = reached || computes(c, r, k.block != 0 ? k.block : r.block, Use::quantize);
-    if (!reached) return false;
+    const int block = k.block != 0 ? k.block : r.block;
+    bool quantized = k.use == FixedUse::decode_only, dequantized = false, requantized = false;
+    for (const Config& c : kFixed.configs) {
+      quantized = quantized || computes(c, r, block, Use::quantize);
+      dequantized = dequantized || computes(c, r, block, Use::dequantize);
+      requantized = requantized || computes(c, r, block, Use::workspace);
+    }
+    if (!quantized || !dequantized || !requantized) return false;
   }
   return true;
 }
-static_assert(fixed_recipes_reach_fixed_kernels(), "a kFixedKernels recipe that no fixed configuration quantizes");
+static_assert(fixed_recipes_reach_fixed_kernels(),
+              "a kFixedKernels recipe that no fixed configuration quantizes, dequantizes or requantizes");
 
 // Calls launch.template operator()<config, dtype>() for the shape's recipe and the data type.
 template <typename Launch>
